@@ -1,0 +1,45 @@
+"""emem_graph: a spatio-temporal graph memory for robots (Kuzu graph + LanceDB vectors)."""
+
+from emem_graph.config import MemoryConfig, SpatioTemporalMemoryConfig
+from emem_graph.errors import (
+    BackendUnavailableError,
+    ConfigError,
+    EmbeddingDimensionError,
+    EmemGraphError,
+    InvalidInputError,
+    MemoryClosedError,
+    SchemaVersionError,
+    StorageError,
+)
+from emem_graph.ingest.embeddings import (
+    HashingEmbedder,
+    OllamaEmbedder,
+    SentenceTransformerEmbedder,
+)
+from emem_graph.memory import SpatioTemporalMemory
+from emem_graph.models import Entity, Episode, Gist, Observation
+from emem_graph.storage.vectors import VectorFilter
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackendUnavailableError",
+    "ConfigError",
+    "EmbeddingDimensionError",
+    "EmemGraphError",
+    "Entity",
+    "Episode",
+    "Gist",
+    "HashingEmbedder",
+    "InvalidInputError",
+    "MemoryClosedError",
+    "MemoryConfig",
+    "Observation",
+    "OllamaEmbedder",
+    "SchemaVersionError",
+    "SentenceTransformerEmbedder",
+    "SpatioTemporalMemory",
+    "SpatioTemporalMemoryConfig",
+    "StorageError",
+    "VectorFilter",
+]

@@ -1,0 +1,92 @@
+"""MemoryConfig: every setting of the memory, validated once at construction."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from emem_graph.errors import ConfigError
+
+_PositiveSeconds = Field(gt=0.0)
+
+
+class MemoryConfig(BaseModel):
+    """Configuration of a SpatioTemporalMemory.
+
+    Holds eMEM's fields with eMEM's defaults (so existing configs keep working) plus emem_graph's
+    own storage settings. Unknown fields, negative radii and zero sizes are rejected with a
+    ConfigError (a ValueError) naming the field.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    # --- eMEM fields, same names and defaults -------------------------------------------------
+    db_path: str = "memory.db"
+    embedding_dim: int = Field(384, gt=0, le=65536)
+    working_memory_size: int = Field(50, gt=0)
+    flush_interval: float = Field(2.0, gt=0.0)
+    flush_batch_size: int = Field(5, gt=0)
+    consolidation_window: float = Field(1800.0, gt=0.0)
+    consolidation_spatial_eps: float = Field(3.0, gt=0.0)
+    consolidation_min_samples: int = Field(3, ge=2)
+    archive_after_seconds: float = Field(3600.0, gt=0.0)
+    entity_extract_flush_interval: int = Field(10, gt=0)
+    entity_extract_time_interval: float = Field(60.0, gt=0.0)
+    entity_similarity_threshold: float = Field(0.85, ge=0.0, le=1.0)
+    entity_text_similarity_threshold: float = Field(0.65, ge=0.0, le=1.0)
+    entity_spatial_radius: float = Field(5.0, gt=0.0)
+    use_hybrid_retrieval: bool = True
+    rrf_k: int = Field(60, gt=0)
+    recency_weight: float = Field(0.0, ge=0.0, le=1.0)
+    recency_halflife: float = Field(3600.0, gt=0.0)
+    # --- EmbodiedAgents fields ----------------------------------------------------------------
+    embedding_checkpoint: str = "all-MiniLM-L6-v2"
+    auto_store: bool = True
+
+    # --- emem_graph's own fields --------------------------------------------------------------
+    embedding_provider: Literal["sentence-transformers", "ollama", "hashing"] = (
+        "sentence-transformers"
+    )
+    """Which embedder to build when none is passed to the memory."""
+    ollama_host: str = "http://127.0.0.1:11434"
+    ollama_embedding_model: str = "nomic-embed-text"
+    ollama_timeout: float = Field(30.0, gt=0.0)
+    max_text_chars: int = Field(100_000, gt=0)
+    """Longest text accepted by add(); longer text is rejected, not truncated."""
+    max_metadata_chars: int = Field(100_000, gt=0)
+    vector_compact_every: int = Field(50, gt=0)
+    """LanceDB commits between two compactions (each flush is one commit)."""
+    vector_cleanup_after_seconds: float = Field(10.0, ge=0.0)
+    """Old LanceDB versions older than this are deleted at compaction."""
+    ann_index_min_rows: int = Field(50_000, gt=0)
+    """Vector rows from which an ANN index (IVF_HNSW_SQ) is built for unfiltered search."""
+    ann_reindex_growth: float = Field(0.2, gt=0.0)
+    """Rebuild the ANN index when the table has grown by this fraction since the last build."""
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> MemoryConfig:
+        if self.entity_text_similarity_threshold > 1.0:
+            raise ValueError("entity_text_similarity_threshold must be <= 1")
+        if not self.db_path:
+            raise ValueError("db_path must not be empty")
+        return self
+
+    @classmethod
+    def build(cls, **fields: object) -> MemoryConfig:
+        """Validate ``fields`` into a config, raising ConfigError (a ValueError) on bad input."""
+        try:
+            return cls(**fields)  # type: ignore[arg-type]
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc)) from None
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "config"
+        parts.append(f"{where}: {error['msg']}")
+    return "invalid MemoryConfig: " + "; ".join(parts)
+
+
+SpatioTemporalMemoryConfig = MemoryConfig

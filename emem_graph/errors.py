@@ -1,0 +1,39 @@
+"""The exception hierarchy of emem_graph: everything raised on purpose is an EmemGraphError."""
+
+from __future__ import annotations
+
+
+class EmemGraphError(Exception):
+    """Root of every error emem_graph raises on purpose."""
+
+
+class InvalidInputError(EmemGraphError, ValueError):
+    """A caller passed a value the memory cannot store or answer (NaN coordinates, empty text...).
+
+    Subclasses ValueError so eMEM callers catching ValueError keep working. Nothing is written
+    when this is raised.
+    """
+
+
+class EmbeddingDimensionError(InvalidInputError):
+    """A vector's length does not match the memory's embedding dimension."""
+
+
+class ConfigError(InvalidInputError):
+    """A configuration value is invalid."""
+
+
+class StorageError(EmemGraphError):
+    """The graph or vector store failed to read or write."""
+
+
+class SchemaVersionError(StorageError):
+    """The database on disk was written with another schema version or embedding dimension."""
+
+
+class MemoryClosedError(EmemGraphError):
+    """The memory was used after close()."""
+
+
+class BackendUnavailableError(EmemGraphError):
+    """An optional backend (embedding model, LLM server, ROS) is not installed or not reachable."""

@@ -1,0 +1,1 @@
+"""Ingest layer: embedding providers and the batching buffer in front of the store."""

@@ -1,0 +1,1 @@
+"""Storage layer: Kuzu graph (graph.py), LanceDB vectors (vectors.py), the one writer (store.py)."""

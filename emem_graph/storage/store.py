@@ -1,0 +1,639 @@
+"""MemoryStore: the one writer, keeping the graph (truth) and the vector index consistent.
+
+Every write goes graph first, vectors second. The graph transaction that creates or changes a
+node also writes a VectorSync journal entry for it; the entry is cleared (inside the next graph
+transaction) once LanceDB holds the change. After a crash, whatever is left in the journal is
+exactly what reconcile() redoes on open: time proportional to what is missing, not to the size
+of the memory.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from emem_graph.config import MemoryConfig
+from emem_graph.errors import StorageError
+from emem_graph.ingest.embeddings import EmbeddingProvider
+from emem_graph.models import INTEROCEPTION, Entity, Episode, Gist, Observation, VectorHit
+from emem_graph.storage.graph import COPY_MIN_ROWS, GraphDB, GraphTransaction
+from emem_graph.storage.vectors import VectorFilter, VectorRow, VectorStore
+
+log = logging.getLogger(__name__)
+
+GRAPH_FILE = "graph.kuzu"
+VECTOR_DIR = "vectors"
+_GET_QUERY = {"observation": "get_observations", "gist": "get_gists", "entity": "get_entities"}
+
+
+class MemoryStore:
+    """Graph + vectors behind one write lock, with typed read primitives.
+
+    Args:
+        config: the memory's configuration (db_path is the memory's directory).
+        embedder: used to re-embed nodes whose journal entry carries no vector.
+        read_only: open both stores for reading only (no reconciliation, no writes).
+    """
+
+    def __init__(
+        self, config: MemoryConfig, embedder: EmbeddingProvider, *, read_only: bool = False
+    ) -> None:
+        self.config = config
+        self.root = Path(config.db_path)
+        if self.root.exists() and not self.root.is_dir():
+            raise StorageError(
+                f"db_path {self.root} is a file; emem_graph keeps a memory in a directory "
+                "(an eMEM SQLite file cannot be opened in place)"
+            )
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._embedder = embedder
+        self._write_lock = threading.RLock()
+        self._acknowledged: list[str] = []
+        self._vector_backlog = False
+        self.graph = GraphDB(self.root / GRAPH_FILE, read_only=read_only)
+        try:
+            self.info = self.graph.ensure_schema({"embedding_dim": str(embedder.dim)})
+            self.vectors = VectorStore(
+                self.root / VECTOR_DIR,
+                embedder.dim,
+                compact_every=config.vector_compact_every,
+                cleanup_after=timedelta(seconds=config.vector_cleanup_after_seconds),
+                ann_min_rows=config.ann_index_min_rows,
+                ann_reindex_growth=config.ann_reindex_growth,
+            )
+        except BaseException:
+            self.graph.close()
+            raise
+        self.read_only = read_only
+        if not read_only:
+            self.reconcile()
+
+    def close(self) -> None:
+        """Confirm finished vector work in the journal and close both stores."""
+        with self._write_lock:
+            if not self.read_only and self._acknowledged:
+                with self.graph.write() as tx:
+                    tx.run("clear_vector_journal", {"ids": self._acknowledged})
+                self._acknowledged = []
+            self.graph.close()
+
+    # --- writes --------------------------------------------------------------------------------
+
+    def write_observations(self, observations: Sequence[Observation], vectors: np.ndarray) -> None:
+        """Store a batch of observations with their vectors: one graph transaction (nodes,
+        BELONGS_TO edges, journal), then one LanceDB commit.
+
+        Raises:
+            StorageError: the graph transaction failed (nothing was written).
+        """
+        if not observations:
+            return
+        rows = [_observation_row(o) for o in observations]
+        with self._write_lock:
+            if self._vector_backlog:
+                self.reconcile()
+            with self.graph.write() as tx:
+                self._confirm_journal(tx)
+                if len(rows) >= COPY_MIN_ROWS:
+                    self._copy_observations(tx, rows, vectors)
+                else:
+                    self._create_observations(tx, rows)
+                    tx.run(
+                        "journal_vectors",
+                        {"rows": _journal_rows(observations, "observation", vectors)},
+                    )
+            self._index(
+                [_observation_vector(o, v) for o, v in zip(observations, vectors)],
+            )
+
+    def write_entity(self, entity: Entity, vector: np.ndarray) -> None:
+        """Create an entity node and its vector."""
+        with self._write_lock:
+            with self.graph.write() as tx:
+                self._confirm_journal(tx)
+                tx.run("create_entity", _entity_params(entity))
+                tx.run("journal_vectors", {"rows": _journal_rows([entity], "entity", [vector])})
+            self._index([_entity_vector(entity, vector)])
+
+    def create_episode(self, episode: Episode, *, follows: str | None, parent: str | None) -> None:
+        """Create an episode with its FOLLOWS edge (to the episode that ended before it) and its
+        SUBTASK_OF edge (to its parent), atomically."""
+        with self._write_lock, self.graph.write() as tx:
+            tx.run(
+                "create_episode",
+                {
+                    "id": episode.id,
+                    "name": episode.name,
+                    "start_time": episode.start_time,
+                    "status": episode.status,
+                    "parent_episode_id": episode.parent_episode_id,
+                    "metadata": json.dumps(episode.metadata),
+                },
+            )
+            if follows is not None:
+                tx.run("link_follows", {"id": episode.id, "previous_id": follows})
+            if parent is not None:
+                tx.run("link_subtask", {"id": episode.id, "parent_id": parent})
+
+    def close_episode(self, episode_id: str, end_time: float, status: str) -> None:
+        """Mark an episode completed or interrupted at ``end_time``."""
+        with self._write_lock, self.graph.write() as tx:
+            rows = tx.run(
+                "close_episode", {"id": episode_id, "end_time": end_time, "status": status}
+            )
+            if not rows:
+                raise StorageError(f"episode {episode_id} does not exist")
+
+    def reconcile(self) -> int:
+        """Redo the vector work the journal lists (after a crash or a failed LanceDB write).
+
+        Rows missing from LanceDB are added (with the journalled vector, or re-embedded from the
+        graph's text), rows whose node is gone are deleted. Returns the number of entries redone.
+        """
+        with self._write_lock:
+            pending = self.graph.query("pending_vector_journal")
+            if not pending:
+                self._vector_backlog = False
+                return 0
+            upserts: list[VectorRow] = []
+            deletes: list[str] = []
+            for kind, query in _GET_QUERY.items():
+                entries = {p["id"]: p for p in pending if p["kind"] == kind and p["op"] == "upsert"}
+                nodes = _nodes_by_id(self.graph.query(query, {"ids": list(entries)}), kind)
+                deletes.extend(i for i in entries if i not in nodes)
+                need_text = [i for i in nodes if not entries[i]["vector"]]
+                embedded = dict(
+                    zip(need_text, self._embed([_vector_text(nodes[i]) for i in need_text]))
+                )
+                for node_id, node in nodes.items():
+                    stored = entries[node_id]["vector"]
+                    vector = np.asarray(stored, dtype=np.float32) if stored else embedded[node_id]
+                    upserts.append(_vector_row(node, vector))
+            deletes.extend(p["id"] for p in pending if p["op"] == "delete")
+            self.vectors.upsert(upserts)
+            self.vectors.delete(deletes)
+            with self.graph.write() as tx:
+                tx.run("clear_vector_journal", {"ids": [p["id"] for p in pending]})
+            self._acknowledged = []
+            self._vector_backlog = False
+            log.info("reconciled %d vector entries (%d re-indexed)", len(pending), len(upserts))
+            return len(pending)
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def get_observation(self, observation_id: str) -> Observation | None:
+        """One observation by id, or None."""
+        found = self.get_observations([observation_id])
+        return found[0] if found else None
+
+    def get_observations(self, ids: Sequence[str]) -> list[Observation]:
+        """Observations by id, in the order given; unknown ids are skipped."""
+        return self._get_many("observation", ids)  # type: ignore[return-value]
+
+    def get_gist(self, gist_id: str) -> Gist | None:
+        """One gist by id, or None."""
+        found = self._get_many("gist", [gist_id])
+        return found[0] if found else None  # type: ignore[return-value]
+
+    def get_entity(self, entity_id: str) -> Entity | None:
+        """One entity by id, or None."""
+        found = self._get_many("entity", [entity_id])
+        return found[0] if found else None  # type: ignore[return-value]
+
+    def get_episode(self, episode_id: str) -> Episode | None:
+        """One episode by id, or None."""
+        rows = self.graph.query("get_episode", {"id": episode_id})
+        return _episode(rows[0]["e"]) if rows else None
+
+    def get_episode_observations(self, episode_id: str) -> list[Observation]:
+        """The observations that BELONG_TO an episode, in time order."""
+        rows = self.graph.query("episode_observations", {"episode_id": episode_id})
+        return [_observation(row["o"]) for row in rows]
+
+    def observations_in_radius(
+        self,
+        x: float,
+        y: float,
+        radius: float,
+        *,
+        layer: str | None = None,
+        time_after: float | None = None,
+        time_before: float | None = None,
+        include_body_state: bool = False,
+        limit: int | None = None,
+    ) -> list[Observation]:
+        """Observations within ``radius`` of (x, y), nearest first (box scan, exact circle)."""
+        rows = self.graph.query(
+            "observations_in_box",
+            {
+                "xmin": x - radius,
+                "xmax": x + radius,
+                "ymin": y - radius,
+                "ymax": y + radius,
+                "layer": layer,
+                "time_after": time_after,
+                "time_before": time_before,
+                "include_body_state": include_body_state,
+            },
+        )
+        scored = [(((r["x"] - x) ** 2 + (r["y"] - y) ** 2) ** 0.5, r["id"]) for r in rows]
+        inside = sorted((d, i) for d, i in scored if d <= radius)
+        if limit is not None:
+            inside = inside[:limit]
+        return self.get_observations([i for _, i in inside])
+
+    def observations_in_box(
+        self, xmin: float, xmax: float, ymin: float, ymax: float, *, limit: int | None = None
+    ) -> list[Observation]:
+        """Perception observations inside an axis-aligned box, oldest first."""
+        rows = self.graph.query(
+            "observations_in_box",
+            {
+                "xmin": xmin,
+                "xmax": xmax,
+                "ymin": ymin,
+                "ymax": ymax,
+                "layer": None,
+                "time_after": None,
+                "time_before": None,
+                "include_body_state": False,
+            },
+        )
+        rows.sort(key=lambda r: r["timestamp"])
+        if limit is not None:
+            rows = rows[:limit]
+        return self.get_observations([r["id"] for r in rows])
+
+    def observations_in_time(
+        self,
+        time_after: float | None,
+        time_before: float | None,
+        *,
+        layer: str | None = None,
+        newest_first: bool = True,
+        limit: int = 100,
+        include_body_state: bool = False,
+    ) -> list[Observation]:
+        """Observations in a time range, newest (or oldest) first."""
+        rows = self.graph.query(
+            "observations_in_time",
+            {
+                "time_after": time_after,
+                "time_before": time_before,
+                "layer": layer,
+                "newest_first": newest_first,
+                "limit": int(limit),
+                "include_body_state": include_body_state,
+            },
+        )
+        return self.get_observations([r["id"] for r in rows])
+
+    def nearest(
+        self, vector: np.ndarray, n: int, where: VectorFilter | None = None
+    ) -> list[tuple[VectorHit, Observation | Gist | Entity]]:
+        """The n nearest nodes to ``vector`` that pass the prefilter, with their records."""
+        hits = self.vectors.search(vector, n, where)
+        return self._hydrate(hits)
+
+    def keyword(
+        self, text: str, n: int, where: VectorFilter | None = None
+    ) -> list[tuple[VectorHit, Observation | Gist | Entity]]:
+        """The n best keyword (BM25) matches that pass the prefilter, with their records."""
+        return self._hydrate(self.vectors.keyword_search(text, n, where))
+
+    def last_ended_episode_id(self) -> str | None:
+        """The episode that ended most recently (what a new episode FOLLOWS)."""
+        rows = self.graph.query("last_ended_episode")
+        return rows[0]["id"] if rows else None
+
+    def active_episode_ids(self) -> list[str]:
+        """Episodes still marked active, oldest first."""
+        return [row["id"] for row in self.graph.query("active_episodes")]
+
+    def episode_last_time(self, episode_id: str) -> float | None:
+        """Time of an episode's latest observation, or None when it has none."""
+        rows = self.graph.query("episode_last_observation_time", {"id": episode_id})
+        return rows[0]["t"] if rows else None
+
+    def latest_perception_position(self) -> np.ndarray | None:
+        """Position of the latest perception observation, or None on an empty memory."""
+        rows = self.graph.query("latest_perception")
+        if not rows:
+            return None
+        return np.array([rows[0]["x"], rows[0]["y"], rows[0]["z"]], dtype=np.float64)
+
+    def counts(self) -> dict[str, int]:
+        """Node counts per type plus pending (unsynced) vector entries."""
+        row = self.graph.query("node_counts")[0]
+        journalled = int(self.graph.query("count_vector_journal")[0]["n"])
+        # Acknowledged entries are in LanceDB already; they leave the journal with the next write.
+        pending = max(0, journalled - len(self._acknowledged))
+        return {**{k: int(v) for k, v in row.items()}, "pending_vectors": pending}
+
+    # --- internals -----------------------------------------------------------------------------
+
+    def _embed(self, texts: list[str]) -> list[np.ndarray]:
+        if not texts:
+            return []
+        return list(self._embedder.embed(texts))
+
+    def _index(self, rows: list[VectorRow]) -> None:
+        try:
+            self.vectors.add(rows)
+        except StorageError as exc:
+            # The graph holds the nodes and the journal holds the work: retried before the next
+            # write, and on the next open. Nothing is lost.
+            log.warning("vector write failed, will reconcile: %s", exc)
+            self._vector_backlog = True
+            return
+        self._acknowledged.extend(r.id for r in rows)
+
+    def _confirm_journal(self, tx: GraphTransaction) -> None:
+        if self._acknowledged:
+            tx.run("clear_vector_journal", {"ids": self._acknowledged})
+            # Cleared only when this transaction commits; until then a crash leaves them
+            # journalled and reconcile() finds LanceDB already has them (an idempotent upsert).
+            self._acknowledged = []
+
+    @staticmethod
+    def _create_observations(tx: GraphTransaction, rows: list[dict[str, Any]]) -> None:
+        groups: dict[str | None, list[dict[str, Any]]] = {}
+        for row in rows:
+            groups.setdefault(row["episode_id"], []).append(row)
+        for episode_id, group in groups.items():
+            if episode_id is None:
+                tx.run("create_observations", {"rows": group})
+                continue
+            created = tx.run(
+                "create_observations_in_episode", {"episode_id": episode_id, "rows": group}
+            )
+            if not created or int(created[0]["created"]) != len(group):
+                raise StorageError(f"episode {episode_id} does not exist; observations refused")
+
+    @staticmethod
+    def _copy_observations(
+        tx: GraphTransaction, rows: list[dict[str, Any]], vectors: np.ndarray
+    ) -> None:
+        table = pa.Table.from_pylist(rows, schema=_OBSERVATION_ARROW)
+        tx.copy_nodes("Observation", table)
+        members = [(r["id"], r["episode_id"]) for r in rows if r["episode_id"] is not None]
+        if members:
+            edges = pa.table(
+                {"from": [m[0] for m in members], "to": [m[1] for m in members]},
+            )
+            tx.copy_edges("BELONGS_TO", edges, from_table="Observation", to_table="Episode")
+        flat = np.asarray(vectors, dtype=np.float32)
+        journal = pa.table(
+            {
+                "id": [r["id"] for r in rows],
+                "kind": ["observation"] * len(rows),
+                "op": ["upsert"] * len(rows),
+                "vector": pa.ListArray.from_arrays(
+                    pa.array(np.arange(0, flat.size + 1, flat.shape[1]), type=pa.int32()),
+                    pa.array(flat.reshape(-1), type=pa.float32()),
+                ),
+            }
+        )
+        tx.copy_nodes("VectorSync", journal)
+
+    def _get_many(self, kind: str, ids: Sequence[str]) -> list[Observation | Gist | Entity]:
+        if not ids:
+            return []
+        nodes = _nodes_by_id(self.graph.query(_GET_QUERY[kind], {"ids": list(ids)}), kind)
+        return [nodes[i] for i in ids if i in nodes]
+
+    def _hydrate(
+        self, hits: list[VectorHit]
+    ) -> list[tuple[VectorHit, Observation | Gist | Entity]]:
+        records: dict[str, Observation | Gist | Entity] = {}
+        for kind in _GET_QUERY:
+            ids = [h.id for h in hits if h.kind == kind]
+            if ids:
+                records.update(_nodes_by_id(self.graph.query(_GET_QUERY[kind], {"ids": ids}), kind))
+        # A hit whose node is gone (deleted between the two stores) is dropped, not returned.
+        return [(h, records[h.id]) for h in hits if h.id in records]
+
+
+_OBSERVATION_ARROW = pa.schema(
+    [
+        ("id", pa.string()),
+        ("text", pa.string()),
+        ("x", pa.float64()),
+        ("y", pa.float64()),
+        ("z", pa.float64()),
+        ("timestamp", pa.float64()),
+        ("layer", pa.string()),
+        ("source_type", pa.string()),
+        ("confidence", pa.float64()),
+        ("tier", pa.string()),
+        ("episode_id", pa.string()),
+        ("metadata", pa.string()),
+    ]
+)
+
+
+def _observation_row(o: Observation) -> dict[str, Any]:
+    return {
+        "id": o.id,
+        "text": o.text,
+        "x": o.x,
+        "y": o.y,
+        "z": o.z,
+        "timestamp": o.timestamp,
+        "layer": o.layer_name,
+        "source_type": o.source_type,
+        "confidence": o.confidence,
+        "tier": "short_term",
+        "episode_id": o.episode_id,
+        "metadata": json.dumps(o.metadata),
+    }
+
+
+def _entity_params(e: Entity) -> dict[str, Any]:
+    return {
+        "id": e.id,
+        "name": e.name,
+        "entity_type": e.entity_type,
+        "x": e.x,
+        "y": e.y,
+        "z": e.z,
+        "first_seen": e.first_seen,
+        "last_seen": e.last_seen,
+        "observation_count": int(e.observation_count),
+        "confidence": e.confidence,
+        "layer": e.layer_name,
+        "metadata": json.dumps(e.metadata),
+    }
+
+
+def _journal_rows(
+    records: Sequence[Observation | Gist | Entity], kind: str, vectors: Sequence[np.ndarray]
+) -> list[dict[str, Any]]:
+    return [
+        {"id": r.id, "kind": kind, "op": "upsert", "vector": [float(v) for v in vec]}
+        for r, vec in zip(records, vectors)
+    ]
+
+
+def _observation_vector(o: Observation, vector: np.ndarray) -> VectorRow:
+    return VectorRow(
+        id=o.id,
+        kind="observation",
+        vector=vector,
+        x=o.x,
+        y=o.y,
+        z=o.z,
+        t=o.timestamp,
+        t_end=o.timestamp,
+        layer=o.layer_name,
+        source_type=o.source_type,
+        episode_id=o.episode_id,
+        tier="short_term" if o.tier == "working" else o.tier,
+        text=o.text,
+    )
+
+
+def _gist_vector(g: Gist, vector: np.ndarray) -> VectorRow:
+    return VectorRow(
+        id=g.id,
+        kind="gist",
+        vector=vector,
+        x=g.x,
+        y=g.y,
+        z=g.z,
+        t=g.time_start,
+        t_end=g.time_end,
+        layer=g.layer_name,
+        source_type=None,
+        episode_id=g.episode_id,
+        tier=g.tier,
+        text=g.text,
+    )
+
+
+def _entity_vector(e: Entity, vector: np.ndarray) -> VectorRow:
+    return VectorRow(
+        id=e.id,
+        kind="entity",
+        vector=vector,
+        x=e.x,
+        y=e.y,
+        z=e.z,
+        t=e.first_seen,
+        t_end=e.last_seen,
+        layer=e.layer_name,
+        source_type=None,
+        episode_id=None,
+        tier="long_term",
+        text=_vector_text(e),
+    )
+
+
+def _vector_row(node: Observation | Gist | Entity, vector: np.ndarray) -> VectorRow:
+    if isinstance(node, Observation):
+        return _observation_vector(node, vector)
+    if isinstance(node, Gist):
+        return _gist_vector(node, vector)
+    return _entity_vector(node, vector)
+
+
+def _vector_text(node: Observation | Gist | Entity) -> str:
+    """The text a node's vector embeds (an entity: its name)."""
+    return node.name if isinstance(node, Entity) else node.text
+
+
+def _metadata(raw: str | None) -> dict[str, Any]:
+    if not raw:
+        return {}
+    value = json.loads(raw)
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def _observation(n: dict[str, Any]) -> Observation:
+    return Observation(
+        id=n["id"],
+        text=n["text"] or "",
+        x=n["x"],
+        y=n["y"],
+        z=n["z"],
+        timestamp=n["timestamp"],
+        layer_name=n["layer"],
+        source_type=n["source_type"],
+        confidence=n["confidence"],
+        episode_id=n["episode_id"],
+        metadata=_metadata(n["metadata"]),
+        tier=n["tier"],
+    )
+
+
+def _gist(n: dict[str, Any]) -> Gist:
+    return Gist(
+        id=n["id"],
+        text=n["text"] or "",
+        x=n["x"],
+        y=n["y"],
+        z=n["z"] or 0.0,
+        radius=n["radius"] or 0.0,
+        extent_wkt=n["extent_wkt"],
+        time_start=n["time_start"],
+        time_end=n["time_end"],
+        source_observation_count=n["source_observation_count"] or 0,
+        layer_name=n["layer"],
+        episode_id=n["episode_id"],
+        level=n["level"] or 0,
+        tier=n["tier"] or "long_term",
+        created_at=n["created_at"] or 0.0,
+    )
+
+
+def _entity(n: dict[str, Any]) -> Entity:
+    return Entity(
+        id=n["id"],
+        name=n["name"],
+        entity_type=n["entity_type"],
+        x=n["x"],
+        y=n["y"],
+        z=n["z"] or 0.0,
+        first_seen=n["first_seen"],
+        last_seen=n["last_seen"],
+        observation_count=n["observation_count"],
+        confidence=n["confidence"],
+        layer_name=n["layer"] or "default",
+        metadata=_metadata(n["metadata"]),
+    )
+
+
+def _episode(n: dict[str, Any]) -> Episode:
+    return Episode(
+        id=n["id"],
+        name=n["name"],
+        start_time=n["start_time"],
+        end_time=n["end_time"],
+        status=n["status"],
+        gist=n["gist"],
+        parent_episode_id=n["parent_episode_id"],
+        metadata=_metadata(n["metadata"]),
+    )
+
+
+_CONVERT = {"observation": _observation, "gist": _gist, "entity": _entity}
+
+
+def _nodes_by_id(rows: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    convert = _CONVERT[kind]
+    nodes = {}
+    for row in rows:
+        node = next(iter(row.values()))
+        nodes[node["id"]] = convert(node)
+    return nodes
+
+
+__all__ = ["INTEROCEPTION", "MemoryStore"]

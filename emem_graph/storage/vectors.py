@@ -1,0 +1,420 @@
+"""VectorStore: LanceDB vectors with prefilter columns. The only module that imports lancedb.
+
+One table holds the vectors of observations, gists and entities with the columns a search is
+prefiltered by (kind, position, time span, layer, source type, episode, tier) and the text for
+keyword search. Filters are SQL strings built here from typed values only (LanceDB has no
+parameter binding): numbers are checked finite and strings quoted, never pasted.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+
+from emem_graph.errors import EmbeddingDimensionError, InvalidInputError, StorageError
+from emem_graph.models import NodeKind, VectorHit
+
+log = logging.getLogger(__name__)
+
+TABLE = "memory_vectors"
+SCALAR_INDEXES = {"x": "BTREE", "y": "BTREE", "t": "BTREE", "kind": "BITMAP", "tier": "BITMAP"}
+EXACT_SEARCH_MAX_ROWS = 20_000
+"""A filtered search matching at most this many rows bypasses the ANN index (exact, recall 1)."""
+
+
+def vector_schema(dim: int) -> pa.Schema:
+    """Arrow schema of the vector table for ``dim``-dimensional embeddings."""
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("kind", pa.string()),
+            ("vector", pa.list_(pa.float32(), dim)),
+            ("x", pa.float64()),
+            ("y", pa.float64()),
+            ("z", pa.float64()),
+            ("t", pa.float64()),
+            ("t_end", pa.float64()),
+            ("layer", pa.string()),
+            ("source_type", pa.string()),
+            ("episode_id", pa.string()),
+            ("tier", pa.string()),
+            ("text", pa.string()),
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class VectorRow:
+    """What the vector table holds for one node (vector plus prefilter columns)."""
+
+    id: str
+    kind: NodeKind
+    vector: np.ndarray
+    x: float
+    y: float
+    z: float
+    t: float
+    t_end: float
+    layer: str | None
+    source_type: str | None
+    episode_id: str | None
+    tier: str
+    text: str
+
+
+@dataclass(frozen=True)
+class VectorFilter:
+    """Prefilter of a vector or keyword search; every field narrows, None means no condition.
+
+    Time is an overlap test against [t, t_end] (an observation has t == t_end; a gist spans its
+    observations). Area is a circle (center + radius, tested exactly) or a box.
+    """
+
+    kinds: tuple[str, ...] | None = None
+    layers: tuple[str, ...] | None = None
+    source_types: tuple[str, ...] | None = None
+    exclude_source_types: tuple[str, ...] | None = None
+    tiers: tuple[str, ...] | None = None
+    exclude_tiers: tuple[str, ...] | None = None
+    episode_id: str | None = None
+    time_after: float | None = None
+    time_before: float | None = None
+    center: tuple[float, float] | None = None
+    radius: float | None = None
+    box: tuple[float, float, float, float] | None = None
+    """(xmin, xmax, ymin, ymax)"""
+
+    def to_sql(self) -> str | None:
+        """The SQL predicate of this filter, or None when it has no condition."""
+        clauses: list[str] = []
+        for column, values, negate in (
+            ("kind", self.kinds, False),
+            ("layer", self.layers, False),
+            ("source_type", self.source_types, False),
+            ("source_type", self.exclude_source_types, True),
+            ("tier", self.tiers, False),
+            ("tier", self.exclude_tiers, True),
+        ):
+            if values is not None:
+                clauses.append(_in_clause(column, values, negate))
+        if self.episode_id is not None:
+            clauses.append(f"episode_id = {_quote(self.episode_id)}")
+        if self.time_after is not None:
+            clauses.append(f"t_end >= {_number(self.time_after)}")
+        if self.time_before is not None:
+            clauses.append(f"t <= {_number(self.time_before)}")
+        if self.box is not None:
+            xmin, xmax, ymin, ymax = (_number(v) for v in self.box)
+            clauses.append(f"x >= {xmin} AND x <= {xmax} AND y >= {ymin} AND y <= {ymax}")
+        if self.center is not None and self.radius is not None:
+            cx, cy = (_number(v) for v in self.center)
+            r = float(self.radius)
+            if r < 0 or not math.isfinite(r):
+                raise InvalidInputError(f"radius must be a finite number >= 0, got {r}")
+            # The box lets the BTREE indexes on x and y prune; the circle is then exact.
+            clauses.append(
+                f"x >= {_number(float(cx) - r)} AND x <= {_number(float(cx) + r)} AND "
+                f"y >= {_number(float(cy) - r)} AND y <= {_number(float(cy) + r)} AND "
+                f"(x - {cx}) * (x - {cx}) + (y - {cy}) * (y - {cy}) <= {_number(r * r)}"
+            )
+        return " AND ".join(f"({c})" for c in clauses) if clauses else None
+
+
+def _number(value: float) -> str:
+    number = float(value)
+    if not math.isfinite(number):
+        raise InvalidInputError(f"filter values must be finite numbers, got {value!r}")
+    return repr(number)
+
+
+def _quote(value: str) -> str:
+    text = str(value)
+    if "\x00" in text:
+        raise InvalidInputError("filter strings must not contain NUL characters")
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _in_clause(column: str, values: Sequence[str], negate: bool) -> str:
+    if not values:
+        return "TRUE" if negate else "FALSE"
+    listed = ", ".join(_quote(v) for v in values)
+    # NULL columns (a gist's source_type) must not vanish from a NOT IN filter.
+    if negate:
+        return f"({column} IS NULL OR {column} NOT IN ({listed}))"
+    return f"{column} IN ({listed})"
+
+
+class _ReadWriteLock:
+    """Many searches at once, or one compaction that deletes old files: never both."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._readers = 0
+        self._writer = False
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        with self._condition:
+            while self._writer:
+                self._condition.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._readers -= 1
+                self._condition.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._condition:
+            while self._writer or self._readers:
+                self._condition.wait()
+            self._writer = True
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._writer = False
+                self._condition.notify_all()
+
+
+class VectorStore:
+    """The LanceDB table of vectors: append, upsert, delete, prefiltered and keyword search.
+
+    Writes come from the store's single writer. Every append is a LanceDB commit (a version and a
+    fragment), so after ``compact_every`` commits the table is optimised: fragments merged,
+    indexes brought up to date, versions older than ``cleanup_after`` deleted.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        dim: int,
+        *,
+        compact_every: int = 50,
+        cleanup_after: timedelta = timedelta(seconds=10),
+        ann_min_rows: int = 50_000,
+        ann_reindex_growth: float = 0.2,
+    ) -> None:
+        self.path = path
+        self.dim = dim
+        self.compact_every = compact_every
+        self.cleanup_after = cleanup_after
+        self.ann_min_rows = ann_min_rows
+        self.ann_reindex_growth = ann_reindex_growth
+        self._lock = _ReadWriteLock()
+        self._commits_since_compaction = 0
+        try:
+            self._db = lancedb.connect(str(path))
+            if TABLE in self._db.table_names():
+                self._table = self._db.open_table(TABLE)
+                stored_dim = self._table.schema.field("vector").type.list_size
+                if stored_dim != dim:
+                    raise EmbeddingDimensionError(
+                        f"the vector table at {path} holds {stored_dim}-dimensional vectors, "
+                        f"the embedder gives {dim}"
+                    )
+            else:
+                self._table = self._db.create_table(TABLE, schema=vector_schema(dim))
+        except (OSError, RuntimeError) as exc:
+            raise StorageError(f"cannot open vector store {path}: {exc}") from exc
+        self._ann_rows = self._ann_indexed_rows()
+
+    # --- writes --------------------------------------------------------------------------------
+
+    def add(self, rows: Sequence[VectorRow]) -> None:
+        """Append rows for new nodes (one commit)."""
+        if rows:
+            self._commit(lambda: self._table.add(self._to_arrow(rows)))
+
+    def upsert(self, rows: Sequence[VectorRow]) -> None:
+        """Insert or replace rows by id (one commit); used for updates and reconciliation."""
+        if rows:
+            self._commit(
+                lambda: (
+                    self._table.merge_insert("id")
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute(self._to_arrow(rows))
+                )
+            )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove the rows of these ids (one commit; absent ids are ignored)."""
+        for start in range(0, len(ids), 1000):
+            chunk = ids[start : start + 1000]
+            self._commit(lambda chunk=chunk: self._table.delete(_in_clause("id", chunk, False)))
+
+    def compact(self) -> None:
+        """Merge fragments, index new rows, and delete versions older than cleanup_after."""
+        with self._lock.exclusive():
+            self._ensure_indexes()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self._table.optimize(cleanup_older_than=self.cleanup_after)
+            self._commits_since_compaction = 0
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def search(
+        self, vector: np.ndarray, n: int, where: VectorFilter | None = None
+    ) -> list[VectorHit]:
+        """The ``n`` nearest rows by cosine similarity among those passing ``where``.
+
+        The filter is applied before the nearest-neighbour search (prefilter), so n results come
+        back whenever n rows pass it. Small filtered sets are searched exactly.
+        """
+        query_vector = self._check_vector(vector)
+        predicate = where.to_sql() if where else None
+        with self._lock.reading():
+            builder = self._table.search(query_vector).distance_type("cosine")
+            if predicate:
+                builder = builder.where(predicate, prefilter=True)
+                if self._ann_rows and self._table.count_rows(predicate) <= EXACT_SEARCH_MAX_ROWS:
+                    builder = builder.bypass_vector_index()
+            elif self._ann_rows:
+                builder = builder.ef(max(64, 4 * n)).refine_factor(4)
+            rows = builder.select(["id", "kind", "_distance"]).limit(n).to_list()
+        return [
+            VectorHit(id=r["id"], kind=r["kind"], score=1.0 - float(r["_distance"])) for r in rows
+        ]
+
+    def keyword_search(
+        self, text: str, n: int, where: VectorFilter | None = None
+    ) -> list[VectorHit]:
+        """Full-text (BM25) search over the stored text; matches words, not only phrases."""
+        if not text.strip():
+            return []
+        predicate = where.to_sql() if where else None
+        with self._lock.reading():
+            builder = self._table.search(text, query_type="fts", fts_columns="text")
+            if predicate:
+                builder = builder.where(predicate, prefilter=True)
+            try:
+                rows = builder.select(["id", "kind", "_score"]).limit(n).to_list()
+            except (ValueError, RuntimeError, OSError) as exc:
+                log.debug("keyword search unavailable: %s", exc)
+                return []
+        return [VectorHit(id=r["id"], kind=r["kind"], score=float(r["_score"])) for r in rows]
+
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` have a row."""
+        found: set[str] = set()
+        with self._lock.reading():
+            for start in range(0, len(ids), 1000):
+                chunk = ids[start : start + 1000]
+                table = (
+                    self._table.search()
+                    .where(_in_clause("id", chunk, False))
+                    .select(["id"])
+                    .limit(len(chunk))
+                    .to_arrow()
+                )
+                found.update(table.column("id").to_pylist())
+        return found
+
+    def count(self, where: VectorFilter | None = None) -> int:
+        """Number of rows passing ``where``."""
+        predicate = where.to_sql() if where else None
+        with self._lock.reading():
+            return int(self._table.count_rows(predicate))
+
+    def stats(self) -> dict[str, Any]:
+        """Rows, versions, fragments and bytes on disk (for stats and the compaction test)."""
+        with self._lock.reading():
+            table_stats = self._table.stats()
+            versions = len(self._table.list_versions())
+        disk = sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
+        return {
+            "rows": int(table_stats["num_rows"]),
+            "versions": versions,
+            "fragments": int(table_stats["fragment_stats"]["num_fragments"]),
+            "disk_bytes": disk,
+            "ann_indexed_rows": self._ann_rows,
+        }
+
+    # --- internals -----------------------------------------------------------------------------
+
+    def _commit(self, action: Any) -> None:
+        with self._lock.reading():
+            try:
+                action()
+            except (OSError, RuntimeError, ValueError) as exc:
+                raise StorageError(f"vector store write failed: {exc}") from exc
+        self._commits_since_compaction += 1
+        if self._commits_since_compaction >= self.compact_every:
+            self.compact()
+
+    def _ensure_indexes(self) -> None:
+        rows = self._table.count_rows()
+        if rows == 0:
+            return
+        existing = {tuple(index.columns) for index in self._table.list_indices()}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for column, kind in SCALAR_INDEXES.items():
+                if (column,) not in existing:
+                    self._table.create_scalar_index(column, index_type=kind)  # type: ignore[arg-type]
+            if ("text",) not in existing:
+                self._table.create_fts_index("text", replace=True)
+            grown = self._ann_rows and rows >= self._ann_rows * (1 + self.ann_reindex_growth)
+            if rows >= self.ann_min_rows and (not self._ann_rows or grown):
+                log.info("building the ANN index over %d vectors", rows)
+                self._table.create_index(metric="cosine", index_type="IVF_HNSW_SQ", replace=True)
+                self._ann_rows = rows
+
+    def _ann_indexed_rows(self) -> int:
+        for index in self._table.list_indices():
+            if tuple(index.columns) == ("vector",):
+                stats = self._table.index_stats(index.name)
+                return int(getattr(stats, "num_indexed_rows", 0) or 0)
+        return 0
+
+    def _check_vector(self, vector: np.ndarray) -> np.ndarray:
+        array = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if array.shape[0] != self.dim:
+            raise EmbeddingDimensionError(
+                f"query vector has {array.shape[0]} dimensions, the store holds {self.dim}"
+            )
+        if not np.all(np.isfinite(array)):
+            raise InvalidInputError("query vector contains NaN or infinity")
+        return array
+
+    def _to_arrow(self, rows: Sequence[VectorRow]) -> pa.Table:
+        vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in rows])
+        if vectors.shape[1] != self.dim:
+            raise EmbeddingDimensionError(
+                f"vectors have {vectors.shape[1]} dimensions, the store holds {self.dim}"
+            )
+        flat = pa.array(vectors.reshape(-1), type=pa.float32())
+        return pa.table(
+            {
+                "id": [r.id for r in rows],
+                "kind": [r.kind for r in rows],
+                "vector": pa.FixedSizeListArray.from_arrays(flat, self.dim),
+                "x": [r.x for r in rows],
+                "y": [r.y for r in rows],
+                "z": [r.z for r in rows],
+                "t": [r.t for r in rows],
+                "t_end": [r.t_end for r in rows],
+                "layer": [r.layer for r in rows],
+                "source_type": [r.source_type for r in rows],
+                "episode_id": [r.episode_id for r in rows],
+                "tier": [r.tier for r in rows],
+                "text": [r.text for r in rows],
+            },
+            schema=vector_schema(self.dim),
+        )

@@ -1,0 +1,87 @@
+"""Input checks shared by the facade and the tools: clear errors before anything is written."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from emem_graph.errors import EmbeddingDimensionError, InvalidInputError
+
+
+def finite(name: str, value: Any) -> float:
+    """``value`` as a finite float, or InvalidInputError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InvalidInputError(f"{name} must be a number, got {type(value).__name__}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise InvalidInputError(f"{name} must be finite, got {number}")
+    return number
+
+
+def optional_finite(name: str, value: Any) -> float | None:
+    """Like finite(), but None passes through."""
+    return None if value is None else finite(name, value)
+
+
+def text(name: str, value: Any, max_chars: int) -> str:
+    """Non-empty text of at most ``max_chars`` characters, without NUL characters."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInputError(f"{name} must not be empty")
+    if len(value) > max_chars:
+        raise InvalidInputError(
+            f"{name} has {len(value)} characters; the limit is {max_chars} (max_text_chars)"
+        )
+    if "\x00" in value:
+        raise InvalidInputError(f"{name} must not contain NUL characters")
+    return value
+
+
+def name(label: str, value: Any, max_chars: int = 256) -> str:
+    """A short identifier-like string (layer, source type, episode name)."""
+    return text(label, value, max_chars).strip()
+
+
+def confidence(value: Any) -> float:
+    """A confidence in [0, 1]."""
+    number = finite("confidence", value)
+    if not 0.0 <= number <= 1.0:
+        raise InvalidInputError(f"confidence must be between 0 and 1, got {number}")
+    return number
+
+
+def metadata(value: Any, max_chars: int) -> dict[str, Any]:
+    """A JSON-serialisable dict (None becomes {})."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidInputError(f"metadata must be a dict, got {type(value).__name__}")
+    try:
+        encoded = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"metadata must be JSON-serialisable: {exc}") from None
+    if len(encoded) > max_chars:
+        raise InvalidInputError(f"metadata is {len(encoded)} characters of JSON; limit {max_chars}")
+    return dict(json.loads(encoded))
+
+
+def embedding(value: Any, dim: int) -> np.ndarray:
+    """A caller-given embedding: ``dim`` finite numbers, returned unit-length float32."""
+    try:
+        array = np.asarray(value, dtype=np.float32).reshape(-1)
+    except (TypeError, ValueError):
+        raise InvalidInputError("embedding must be a sequence of numbers") from None
+    if array.shape[0] != dim:
+        raise EmbeddingDimensionError(
+            f"embedding has {array.shape[0]} dimensions; the memory uses {dim}"
+        )
+    if not np.all(np.isfinite(array)):
+        raise InvalidInputError("embedding contains NaN or infinity")
+    norm = float(np.linalg.norm(array))
+    if norm == 0.0:
+        raise InvalidInputError("embedding is the zero vector")
+    return array / norm

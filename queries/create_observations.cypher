@@ -1,0 +1,6 @@
+// Insert a batch of observations that belong to no episode.
+// $rows: list of {id, text, x, y, z, timestamp, layer, source_type, confidence, tier, episode_id, metadata}
+UNWIND $rows AS r
+CREATE (:Observation {id: r.id, text: r.text, x: r.x, y: r.y, z: r.z, timestamp: r.timestamp,
+                      layer: r.layer, source_type: r.source_type, confidence: r.confidence,
+                      tier: r.tier, episode_id: r.episode_id, metadata: r.metadata})

@@ -1,0 +1,3 @@
+// One episode by primary key. $id
+MATCH (e:Episode {id: $id})
+RETURN e

@@ -1,0 +1,6 @@
+// The most recent perception observation (not interoception): the robot's last known position.
+MATCH (o:Observation)
+WHERE o.source_type <> 'interoception'
+RETURN o.x AS x, o.y AS y, o.z AS z, o.timestamp AS t
+ORDER BY o.timestamp DESC
+LIMIT 1

@@ -1,0 +1,3 @@
+// $id FOLLOWS $previous_id (temporal sequence of episodes).
+MATCH (e:Episode {id: $id}), (p:Episode {id: $previous_id})
+CREATE (e)-[:FOLLOWS]->(p)

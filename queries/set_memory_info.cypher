@@ -1,0 +1,2 @@
+// Set one fact about the memory. $key $value
+MERGE (m:MemoryInfo {key: $key}) SET m.value = $value

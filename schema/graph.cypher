@@ -1,0 +1,82 @@
+// emem_graph graph schema (Kuzu DDL).
+// schema_version: 1
+//
+// Bump schema_version whenever a table or property changes; a database written with another
+// version is refused on open with a clear error (no silent migration).
+
+CREATE NODE TABLE IF NOT EXISTS Observation(
+    id STRING PRIMARY KEY,
+    text STRING,
+    x DOUBLE, y DOUBLE, z DOUBLE,
+    timestamp DOUBLE,
+    layer STRING,
+    source_type STRING,
+    confidence DOUBLE,
+    tier STRING,
+    episode_id STRING,
+    metadata STRING
+);
+
+CREATE NODE TABLE IF NOT EXISTS Episode(
+    id STRING PRIMARY KEY,
+    name STRING,
+    start_time DOUBLE,
+    end_time DOUBLE,
+    status STRING,
+    gist STRING,
+    parent_episode_id STRING,
+    metadata STRING
+);
+
+CREATE NODE TABLE IF NOT EXISTS Gist(
+    id STRING PRIMARY KEY,
+    text STRING,
+    x DOUBLE, y DOUBLE, z DOUBLE,
+    radius DOUBLE,
+    extent_wkt STRING,
+    time_start DOUBLE,
+    time_end DOUBLE,
+    source_observation_count INT64,
+    layer STRING,
+    episode_id STRING,
+    level INT64,
+    tier STRING,
+    created_at DOUBLE
+);
+
+CREATE NODE TABLE IF NOT EXISTS Entity(
+    id STRING PRIMARY KEY,
+    name STRING,
+    entity_type STRING,
+    x DOUBLE, y DOUBLE, z DOUBLE,
+    first_seen DOUBLE,
+    last_seen DOUBLE,
+    observation_count INT64,
+    confidence DOUBLE,
+    layer STRING,
+    metadata STRING
+);
+
+// Facts about the memory itself: schema version, embedding dimension and model.
+CREATE NODE TABLE IF NOT EXISTS MemoryInfo(key STRING PRIMARY KEY, value STRING);
+
+// Vector-index journal: written in the same transaction as the node it names, removed once
+// LanceDB holds the change. What is left here after a crash is exactly what reconciliation redoes.
+CREATE NODE TABLE IF NOT EXISTS VectorSync(
+    id STRING PRIMARY KEY,
+    kind STRING,
+    op STRING,
+    vector FLOAT[]
+);
+
+CREATE REL TABLE IF NOT EXISTS BELONGS_TO(FROM Observation TO Episode);
+CREATE REL TABLE IF NOT EXISTS FOLLOWS(FROM Episode TO Episode);
+CREATE REL TABLE IF NOT EXISTS SUBTASK_OF(FROM Episode TO Episode);
+CREATE REL TABLE IF NOT EXISTS SUMMARIZES(FROM Gist TO Observation, FROM Gist TO Gist);
+CREATE REL TABLE IF NOT EXISTS OBSERVED_IN(FROM Entity TO Observation, confidence DOUBLE);
+CREATE REL TABLE IF NOT EXISTS COOCCURS_WITH(
+    FROM Entity TO Entity,
+    count INT64,
+    first_seen DOUBLE,
+    last_seen DOUBLE
+);
