@@ -76,7 +76,7 @@ class MemoryConfig(BaseModel):
     def build(cls, **fields: object) -> MemoryConfig:
         """Validate ``fields`` into a config, raising ConfigError (a ValueError) on bad input."""
         try:
-            return cls(**fields)  # type: ignore[arg-type]
+            return cls.model_validate(fields)
         except ValidationError as exc:
             raise ConfigError(_describe(exc)) from None
 

@@ -25,7 +25,7 @@ def resource_dir(name: str) -> Path:
     raise StorageError(f"cannot find the {name}/ directory of emem_graph (broken install?)")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def read_cypher(kind: str, name: str) -> str:
     """Return the text of ``<kind>/<name>.cypher``, e.g. ``read_cypher("queries", "recall")``.
 

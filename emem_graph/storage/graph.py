@@ -207,7 +207,7 @@ class GraphDB:
         results = result if isinstance(result, list) else [result]
         last = results[-1]
         names = last.get_column_names()
-        rows = [dict(zip(names, row)) for row in last.get_all()]
+        rows = [dict(zip(names, row, strict=True)) for row in last.get_all()]
         for each in results:
             each.close()
         return rows

@@ -111,7 +111,7 @@ class MemoryStore:
                         {"rows": _journal_rows(observations, "observation", vectors)},
                     )
             self._index(
-                [_observation_vector(o, v) for o, v in zip(observations, vectors)],
+                [_observation_vector(o, v) for o, v in zip(observations, vectors, strict=True)],
             )
 
     def write_entity(self, entity: Entity, vector: np.ndarray) -> None:
@@ -171,7 +171,11 @@ class MemoryStore:
                 deletes.extend(i for i in entries if i not in nodes)
                 need_text = [i for i in nodes if not entries[i]["vector"]]
                 embedded = dict(
-                    zip(need_text, self._embed([_vector_text(nodes[i]) for i in need_text]))
+                    zip(
+                        need_text,
+                        self._embed([_vector_text(nodes[i]) for i in need_text]),
+                        strict=True,
+                    )
                 )
                 for node_id, node in nodes.items():
                     stored = entries[node_id]["vector"]
@@ -475,11 +479,13 @@ def _entity_params(e: Entity) -> dict[str, Any]:
 
 
 def _journal_rows(
-    records: Sequence[Observation | Gist | Entity], kind: str, vectors: Sequence[np.ndarray]
+    records: Sequence[Observation | Gist | Entity],
+    kind: str,
+    vectors: Sequence[np.ndarray] | np.ndarray,
 ) -> list[dict[str, Any]]:
     return [
         {"id": r.id, "kind": kind, "op": "upsert", "vector": [float(v) for v in vec]}
-        for r, vec in zip(records, vectors)
+        for r, vec in zip(records, vectors, strict=True)
     ]
 
 

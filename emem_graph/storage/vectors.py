@@ -280,7 +280,8 @@ class VectorStore:
         query_vector = self._check_vector(vector)
         predicate = where.to_sql() if where else None
         with self._lock.reading():
-            builder = self._table.search(query_vector).distance_type("cosine")
+            builder: Any = self._table.search(query_vector)
+            builder = builder.distance_type("cosine")
             if predicate:
                 builder = builder.where(predicate, prefilter=True)
                 if self._ann_rows and self._table.count_rows(predicate) <= EXACT_SEARCH_MAX_ROWS:
@@ -326,6 +327,17 @@ class VectorStore:
                 found.update(table.column("id").to_pylist())
         return found
 
+    def all_ids(self, where: VectorFilter | None = None) -> list[str]:
+        """The id of every row passing ``where``, one entry per row (an id held twice appears
+        twice). Reads the whole id column: for consistency checks, not for queries."""
+        predicate = where.to_sql() if where else None
+        with self._lock.reading():
+            builder = self._table.search()
+            if predicate:
+                builder = builder.where(predicate)
+            table = builder.select(["id"]).limit(None).to_arrow()
+        return [str(i) for i in table.column("id").to_pylist()]
+
     def count(self, where: VectorFilter | None = None) -> int:
         """Number of rows passing ``where``."""
         predicate = where.to_sql() if where else None
@@ -335,7 +347,7 @@ class VectorStore:
     def stats(self) -> dict[str, Any]:
         """Rows, versions, fragments and bytes on disk (for stats and the compaction test)."""
         with self._lock.reading():
-            table_stats = self._table.stats()
+            table_stats: Any = self._table.stats()
             versions = len(self._table.list_versions())
         disk = sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
         return {

@@ -1,0 +1,182 @@
+"""The demo: a simulated patrol through a small house, remembered and then asked about."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from emem_graph.config import MemoryConfig
+from emem_graph.ingest.embeddings import EmbeddingProvider
+from emem_graph.memory import SpatioTemporalMemory
+from emem_graph.models import Entity
+from emem_graph.retrieval.formatting import format_entity, format_record, format_time, numbered
+from emem_graph.storage.vectors import VectorFilter
+
+START_TIME = datetime(2026, 11, 22, 8, 0, tzinfo=timezone.utc).timestamp()
+"""The patrol's simulated morning."""
+
+
+@dataclass(frozen=True)
+class Thing:
+    name: str
+    kind: str
+    x: float
+    y: float
+    caption: str
+
+
+ROOMS: dict[str, tuple[float, float]] = {
+    "kitchen": (2.5, 2.5),
+    "hallway": (10.0, 1.0),
+    "living room": (18.5, 4.0),
+    "office": (8.5, 8.5),
+}
+THINGS = [
+    Thing("coffee machine", "appliance", 1.0, 4.5, "a silver coffee machine on the counter"),
+    Thing("fridge", "appliance", 4.5, 4.5, "a tall white fridge next to the window"),
+    Thing("red cup", "object", 2.0, 1.0, "a red cup left on the kitchen table"),
+    Thing("shoe rack", "furniture", 9.0, 0.3, "a shoe rack with two pairs of boots"),
+    Thing("front door", "door", 12.0, 0.0, "the front door, closed and locked"),
+    Thing("sofa", "furniture", 18.0, 6.5, "a grey sofa with a blanket on it"),
+    Thing("red chair", "furniture", 20.5, 2.0, "a red chair by the balcony door"),
+    Thing("television", "appliance", 16.0, 7.5, "a television showing the news"),
+    Thing("desk", "furniture", 8.0, 9.5, "a desk with a laptop and a stack of papers"),
+    Thing("plant", "plant", 10.5, 10.5, "a potted plant with yellow leaves"),
+]
+ROUTE = ["kitchen", "hallway", "living room", "hallway", "office", "hallway", "kitchen"]
+VIEW_RADIUS = 3.5
+
+
+def _walk(route: list[str], step: float = 0.5) -> list[tuple[str, float, float]]:
+    """Waypoints every ``step`` metres along the route, each tagged with the room it is in."""
+    points: list[tuple[str, float, float]] = []
+    for here, there in itertools.pairwise(route):
+        (x0, y0), (x1, y1) = ROOMS[here], ROOMS[there]
+        n = max(1, int(math.dist((x0, y0), (x1, y1)) / step))
+        for i in range(n):
+            f = i / n
+            points.append((here if f < 0.5 else there, x0 + (x1 - x0) * f, y0 + (y1 - y0) * f))
+    return points
+
+
+def build_patrol_memory(
+    memory: SpatioTemporalMemory,
+    *,
+    clock: Callable[[], float] | None = None,
+    advance: Callable[[float], None] | None = None,
+    rounds: int = 2,
+    progress: bool = True,
+) -> int:
+    """Feed ``rounds`` patrols of the house into ``memory``; returns observations added."""
+    added = 0
+    battery = 100.0
+    rng = np.random.default_rng(0)
+    seen: set[str] = set()
+    points = _walk(ROUTE) * rounds
+    room = None
+    for step, (where, x, y) in enumerate(tqdm(points, desc="patrol", disable=not progress)):
+        if where != room:
+            memory.start_episode(f"patrol {where}")
+            room = where
+        visible = [t for t in THINGS if math.dist((t.x, t.y), (x, y)) <= VIEW_RADIUS]
+        if visible:
+            counts: dict[str, int] = {}
+            for thing in visible:
+                counts[thing.kind] = counts.get(thing.kind, 0) + 1
+            detection = ", ".join(
+                f"{n} {kind}{'s' if n > 1 else ''}" for kind, n in sorted(counts.items())
+            )
+            memory.add(detection, x, y, layer_name="detections", source_type="detector")
+            added += 1
+        for thing in visible:
+            if thing.name not in seen:
+                seen.add(thing.name)
+                memory.add_entity(thing.name, thing.x, thing.y, entity_type=thing.kind)
+        if step % 3 == 0 and visible:
+            # The captioner describes one visible thing per frame, in turn.
+            described = visible[(step // 3) % len(visible)]
+            memory.add(described.caption, x, y, layer_name="captions", source_type="vlm")
+            added += 1
+        if step % 10 == 0:
+            battery -= float(rng.uniform(0.3, 0.8))
+            memory.add_body_state(f"battery {battery:.0f}%", "battery", x=x, y=y)
+            added += 1
+        if advance is not None:
+            advance(2.0)
+    memory.end_episode()
+    return added
+
+
+def run_demo(
+    directory: Path,
+    *,
+    embedder: EmbeddingProvider | None = None,
+    rounds: int = 2,
+    fresh: bool = True,
+    echo: Callable[[str], None] = print,
+) -> SpatioTemporalMemory:
+    """Build the patrol memory in ``directory`` and print what it remembers. Returns the
+    (closed) memory object for inspection."""
+    if fresh and directory.exists():
+        shutil.rmtree(directory)
+    now = [START_TIME]
+
+    def clock() -> float:
+        return now[0]
+
+    def advance(seconds: float) -> None:
+        now[0] += seconds
+
+    config = MemoryConfig(db_path=str(directory))
+    with SpatioTemporalMemory(
+        config=config, embedding_provider=embedder, get_current_time=clock
+    ) as memory:
+        added = build_patrol_memory(memory, clock=clock, advance=advance, rounds=rounds)
+        store = memory.store
+        counts = store.counts()
+        echo(f"\nRemembered {added} observations in {directory}")
+        echo(
+            f"  {counts['observations']} observations, {counts['episodes']} episodes, "
+            f"{counts['entities']} entities, {counts['pending_vectors']} vectors pending"
+        )
+        position = memory.current_position
+        assert position is not None
+        echo(f"Position: ({position[0]:.1f}, {position[1]:.1f})")
+        for question in ("where is the coffee machine?", "a red chair", "laptop on a desk"):
+            hits = store.nearest(
+                memory.embed([question])[0],
+                3,
+                VectorFilter(exclude_source_types=("interoception",)),
+            )
+            echo(f"\nsemantic: {question!r}")
+            echo(numbered([format_record(record) for _, record in hits]))
+        kitchen = ROOMS["kitchen"]
+        near = store.observations_in_radius(kitchen[0], kitchen[1], 2.0, limit=3)
+        echo(f"\nwithin 2 m of the kitchen centre {kitchen}:")
+        echo(numbered([format_record(o) for o in near]) or "No observations found.")
+        last = store.observations_in_time(clock() - 60.0, None, limit=3)
+        echo("\nlast minute:")
+        echo(numbered([format_record(o) for o in last]) or "No observations found.")
+        battery = store.observations_in_time(
+            None, None, layer="battery", limit=1, include_body_state=True
+        )
+        if battery:
+            reading = battery[0]
+            when = format_time(reading.timestamp)
+            echo(f"\nBody Status:\n  [battery] {reading.text} (at {when})")
+        entities = [
+            record
+            for _, record in store.keyword("red chair", 5, VectorFilter(kinds=("entity",)))
+            if isinstance(record, Entity)
+        ]
+        echo("\nentities matching 'red chair':")
+        echo(numbered([format_entity(e) for e in entities]) or "No entities found.")
+    return memory

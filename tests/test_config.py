@@ -1,0 +1,155 @@
+"""MemoryConfig: eMEM's fields and defaults, validation at construction, the eMEM alias."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from emem_graph import (
+    ConfigError,
+    HashingEmbedder,
+    InvalidInputError,
+    MemoryConfig,
+    SpatioTemporalMemory,
+    SpatioTemporalMemoryConfig,
+)
+
+EMEM_DEFAULTS: dict[str, Any] = {
+    "db_path": "memory.db",
+    "embedding_dim": 384,
+    "working_memory_size": 50,
+    "flush_interval": 2.0,
+    "flush_batch_size": 5,
+    "consolidation_window": 1800,
+    "consolidation_spatial_eps": 3.0,
+    "consolidation_min_samples": 3,
+    "archive_after_seconds": 3600,
+    "entity_extract_flush_interval": 10,
+    "entity_extract_time_interval": 60,
+    "entity_similarity_threshold": 0.85,
+    "entity_text_similarity_threshold": 0.65,
+    "entity_spatial_radius": 5.0,
+    "use_hybrid_retrieval": True,
+    "rrf_k": 60,
+    "recency_weight": 0.0,
+    "recency_halflife": 3600,
+    # EmbodiedAgents' Memory component fields
+    "embedding_checkpoint": "all-MiniLM-L6-v2",
+    "auto_store": True,
+}
+
+
+@pytest.mark.parametrize(("field", "expected"), sorted(EMEM_DEFAULTS.items()))
+def test_default_matches_emem(field: str, expected: Any) -> None:
+    assert getattr(MemoryConfig(), field) == expected
+
+
+def test_every_emem_field_is_accepted_by_name() -> None:
+    config = MemoryConfig(**EMEM_DEFAULTS)
+    assert config == MemoryConfig()
+
+
+def test_spatio_temporal_memory_config_is_memory_config() -> None:
+    assert SpatioTemporalMemoryConfig is MemoryConfig
+
+
+def test_default_embedder_is_sentence_transformers_minilm() -> None:
+    config = MemoryConfig()
+    assert config.embedding_provider == "sentence-transformers"
+    assert config.embedding_checkpoint == "all-MiniLM-L6-v2"
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("entity_spatial_radius", -1.0),
+        ("consolidation_spatial_eps", -0.5),
+        ("flush_batch_size", 0),
+        ("working_memory_size", 0),
+        ("embedding_dim", 0),
+        ("flush_interval", 0.0),
+        ("rrf_k", 0),
+        ("consolidation_min_samples", 1),
+        ("entity_similarity_threshold", 1.5),
+        ("entity_text_similarity_threshold", -0.1),
+        ("recency_weight", 2.0),
+        ("embedding_provider", "word2vec"),
+        ("db_path", ""),
+    ],
+)
+def test_invalid_value_is_a_value_error(field: str, value: Any) -> None:
+    with pytest.raises(ValueError, match=field):
+        MemoryConfig(**{field: value})
+
+
+def test_unknown_field_is_a_value_error() -> None:
+    with pytest.raises(ValidationError, match="no_such_setting") as caught:
+        MemoryConfig(no_such_setting=1)  # type: ignore[call-arg]
+    assert isinstance(caught.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"entity_spatial_radius": -2.0}, "entity_spatial_radius"),
+        ({"flush_batch_size": 0}, "flush_batch_size"),
+        ({"bogus_field": True}, "bogus_field"),
+        ({"embedding_dim": "lots"}, "embedding_dim"),
+    ],
+)
+def test_build_raises_config_error_naming_the_field(fields: dict[str, Any], named: str) -> None:
+    with pytest.raises(ConfigError, match=named) as caught:
+        MemoryConfig.build(**fields)
+    assert isinstance(caught.value, ValueError)
+    assert isinstance(caught.value, InvalidInputError)
+    assert "invalid MemoryConfig" in str(caught.value)
+
+
+def test_build_names_every_bad_field() -> None:
+    with pytest.raises(ConfigError) as caught:
+        MemoryConfig.build(flush_batch_size=0, entity_spatial_radius=-1.0)
+    assert "flush_batch_size" in str(caught.value)
+    assert "entity_spatial_radius" in str(caught.value)
+
+
+def test_build_accepts_good_fields() -> None:
+    config = MemoryConfig.build(db_path="somewhere", flush_batch_size=7, rrf_k=30)
+    assert (config.db_path, config.flush_batch_size, config.rrf_k) == ("somewhere", 7, 30)
+
+
+def test_assignment_is_validated_too() -> None:
+    config = MemoryConfig()
+    with pytest.raises(ValueError, match="entity_spatial_radius"):
+        config.entity_spatial_radius = -1.0
+    assert config.entity_spatial_radius == 5.0
+
+
+def test_memory_rejects_a_config_dict_with_a_bad_field(tmp_path: Path) -> None:
+    target = tmp_path / "mem"
+    with pytest.raises(ConfigError, match="flush_batch_sise"):
+        SpatioTemporalMemory(
+            config={"db_path": str(target), "flush_batch_sise": 3},
+            embedding_provider=HashingEmbedder(384),
+        )
+    assert not target.exists()
+
+
+def test_memory_rejects_a_config_dict_with_a_bad_value(tmp_path: Path) -> None:
+    target = tmp_path / "mem"
+    with pytest.raises(ConfigError, match="entity_spatial_radius"):
+        SpatioTemporalMemory(
+            config={"db_path": str(target), "entity_spatial_radius": -3.0},
+            embedding_provider=HashingEmbedder(384),
+        )
+    assert not target.exists()
+
+
+def test_memory_accepts_a_config_dict(tmp_path: Path) -> None:
+    config = {"db_path": str(tmp_path / "mem"), "flush_batch_size": 2, "embedding_dim": 64}
+    with SpatioTemporalMemory(config=config, embedding_provider=HashingEmbedder(64)) as memory:
+        assert isinstance(memory.config, MemoryConfig)
+        assert memory.config.flush_batch_size == 2
+        assert memory.config.db_path == str(tmp_path / "mem")

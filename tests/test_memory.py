@@ -1,0 +1,251 @@
+"""The facade over real Kuzu + LanceDB files with the real MiniLM embedder."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import SimClock
+
+from emem_graph import (
+    EmbeddingDimensionError,
+    HashingEmbedder,
+    InvalidInputError,
+    MemoryClosedError,
+    MemoryConfig,
+    SchemaVersionError,
+    SpatioTemporalMemory,
+    StorageError,
+    VectorFilter,
+)
+
+
+def wait_until(condition, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def test_add_returns_id_and_reads_back_every_field(make_memory):
+    mem = make_memory()
+    oid = mem.add(
+        "a red chair by the door",
+        1.5,
+        -2.25,
+        z=0.5,
+        timestamp=1000.0,
+        layer_name="camera",
+        source_type="detection",
+        confidence=0.8,
+        metadata={"frame": "map", "n": 2},
+    )
+    obs = mem.store.get_observation(oid)
+    assert obs is not None
+    assert obs.text == "a red chair by the door"
+    assert obs.coordinates.tolist() == [1.5, -2.25, 0.5]
+    assert (obs.timestamp, obs.layer_name, obs.source_type) == (1000.0, "camera", "detection")
+    assert obs.confidence == 0.8
+    assert obs.metadata == {"frame": "map", "n": 2}
+    assert obs.tier == "short_term"
+    assert obs.episode_id is None
+
+
+def test_timestamp_zero_is_kept_not_replaced_by_now(make_memory):
+    clock = SimClock(start=500.0)
+    mem = make_memory(clock=clock)
+    oid = mem.add("simulation starts", 0.0, 0.0, timestamp=0.0)
+    now_id = mem.add("no timestamp given", 0.0, 0.0)
+    assert mem.store.get_observation(oid).timestamp == 0.0
+    assert mem.store.get_observation(now_id).timestamp == 500.0
+
+
+def test_batch_flushes_by_count_without_a_query(make_memory):
+    clock = SimClock()
+    mem = make_memory(clock=clock, flush_batch_size=5, flush_interval=1e6)
+    ids = [mem.add(f"box {i}", float(i), 0.0) for i in range(4)]
+    time.sleep(0.5)
+    assert mem._store.get_observations(ids) == []  # below the batch size: still buffered
+    ids.append(mem.add("box 4", 4.0, 0.0))
+    assert wait_until(lambda: len(mem._store.get_observations(ids)) == 5)
+    assert mem._store.vectors.existing_ids(ids) == set(ids)
+
+
+def test_timer_flushes_on_the_injected_clock(make_memory):
+    clock = SimClock()
+    mem = make_memory(clock=clock, flush_batch_size=1000, flush_interval=2.0)
+    oid = mem.add("a lone observation", 0.0, 0.0)
+    time.sleep(0.6)  # wall time passes, simulated time does not: no flush yet
+    assert mem._store.get_observation(oid) is None
+    clock.advance(2.5)
+    assert wait_until(lambda: mem._store.get_observation(oid) is not None)
+
+
+def test_every_query_through_store_flushes_first(make_memory):
+    mem = make_memory(flush_batch_size=1000, flush_interval=1e6)
+    oid = mem.add("just added", 0.0, 0.0)
+    assert mem.store.get_observation(oid) is not None
+
+
+def test_episodes_write_belongs_to_follows_and_subtask_edges(make_memory):
+    clock = SimClock()
+    mem = make_memory(clock=clock)
+    first = mem.start_episode("explore kitchen")
+    in_first = mem.add("fridge", 1.0, 1.0)
+    clock.advance(10)
+    assert mem.end_episode() == first
+    second = mem.start_episode("patrol hallway")
+    child = mem.start_episode("check door", parent_episode_id=second)
+    in_child = mem.add("door closed", 5.0, 0.0)
+    assert mem.active_episode_id == child
+    clock.advance(5)
+    assert mem.end_episode() == child
+    assert mem.active_episode_id == second
+    # A new top-level episode while one is active ends it explicitly.
+    third = mem.start_episode("dock")
+    assert mem.active_episode_id == third
+    store = mem.store
+    assert store.get_episode(second).status == "completed"
+    assert [o.id for o in store.get_episode_observations(first)] == [in_first]
+    assert [o.id for o in store.get_episode_observations(child)] == [in_child]
+    edges = store.graph.query_text(
+        "MATCH (a:Episode)-[r]->(b:Episode) RETURN label(r) AS rel, a.id AS a, b.id AS b"
+    )
+    pairs = {(e["rel"], e["a"], e["b"]) for e in edges}
+    assert ("FOLLOWS", second, first) in pairs
+    assert ("SUBTASK_OF", child, second) in pairs
+    assert ("FOLLOWS", third, second) in pairs
+    child_episode = store.get_episode(child)
+    assert child_episode.parent_episode_id == second
+    assert child_episode.end_time == 15.0
+    assert mem.end_episode() == third
+    assert mem.end_episode() is None
+
+
+def test_reopen_after_close_keeps_everything(tmp_path: Path, minilm):
+    config = MemoryConfig(db_path=str(tmp_path / "mem"))
+    with SpatioTemporalMemory(config=config, embedding_provider=minilm) as mem:
+        episode = mem.start_episode("patrol")
+        ids = [mem.add(f"shelf number {i}", float(i), 2.0, timestamp=float(i)) for i in range(7)]
+        mem.add_body_state("battery 80%", "battery", x=99.0, y=99.0)
+        entity = mem.add_entity("red chair", 3.0, 4.0, entity_type="furniture")
+        mem.end_episode()
+    with SpatioTemporalMemory(config=config, embedding_provider=minilm) as mem:
+        store = mem.store
+        texts = [o.text for o in store.get_observations(ids)]
+        assert texts == [f"shelf number {i}" for i in range(7)]
+        assert store.get_episode(episode).status == "completed"
+        assert store.get_entity(entity).name == "red chair"
+        assert store.counts()["observations"] == 8
+        assert store.counts()["pending_vectors"] == 0
+        # Body state does not move the robot: the last perception position is restored.
+        assert mem.current_position.tolist() == [6.0, 2.0, 0.0]
+        hits = store.nearest(mem.embed(["shelf number 3"])[0], 1)
+        assert hits[0][1].id == ids[3]
+
+
+def test_selective_prefilter_still_returns_n_results(make_memory, minilm):
+    mem = make_memory(flush_batch_size=500)
+    rng = np.random.default_rng(7)
+    texts = ["a red cup on the table", "a blue box on the floor", "an open door", "a plant"]
+    # 2,000 observations spread over a 100 m square, 12 of them in a 1 m patch.
+    for i in range(2000):
+        mem.add(texts[i % 4], float(rng.uniform(0, 100)), float(rng.uniform(0, 100)))
+    for i in range(12):
+        mem.add(texts[(i + 1) % 4], 50.0 + i * 0.05, 50.0, layer_name="patch")
+    query = mem.embed(["a red cup"])[0]
+    store = mem.store
+    hits = store.nearest(query, 10, VectorFilter(center=(50.3, 50.0), radius=0.5))
+    assert len(hits) == 10
+    assert all(math.dist((r.x, r.y), (50.3, 50.0)) <= 0.5 for _, r in hits)
+    layer_hits = store.nearest(query, 10, VectorFilter(layers=("patch",)))
+    assert len(layer_hits) == 10 and all(r.layer_name == "patch" for _, r in layer_hits)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"x": float("nan")}, "x must be finite"),
+        ({"y": float("inf")}, "y must be finite"),
+        ({"z": float("-inf")}, "z must be finite"),
+        ({"text": ""}, "text must not be empty"),
+        ({"text": "   "}, "text must not be empty"),
+        ({"text": 42}, "text must be a string"),
+        ({"text": "x" * 1_000_000}, "characters; the limit is"),
+        ({"timestamp": float("nan")}, "timestamp must be finite"),
+        ({"confidence": 1.5}, "confidence must be between 0 and 1"),
+        ({"metadata": {"bad": float("nan")}}, "metadata must be JSON"),
+        ({"embedding": [0.1] * 7}, "embedding has 7 dimensions"),
+        ({"x": "3"}, "x must be a number"),
+    ],
+)
+def test_bad_input_raises_value_error_and_writes_nothing(make_memory, kwargs, message):
+    mem = make_memory()
+    args = {"text": "valid text", "x": 1.0, "y": 2.0, **kwargs}
+    with pytest.raises(ValueError, match=message) as raised:
+        mem.add(**args)
+    assert isinstance(raised.value, InvalidInputError)
+    assert mem.store.counts()["observations"] == 0
+    assert mem.store.vectors.count() == 0
+
+
+def test_wrong_embedding_dimension_is_a_value_error(make_memory):
+    mem = make_memory()
+    with pytest.raises(EmbeddingDimensionError):
+        mem.add("text", 0.0, 0.0, embedding=np.ones(128))
+    oid = mem.add("text with its own vector", 0.0, 0.0, embedding=np.ones(384))
+    assert mem.store.get_observation(oid) is not None
+
+
+def test_body_state_does_not_move_current_position_and_recent_keeps_order(make_memory):
+    mem = make_memory()
+    assert mem.current_position is None
+    mem.add("a chair", 1.0, 2.0)
+    mem.add_body_state("battery 50%", "battery", x=40.0, y=40.0)
+    assert mem.current_position.tolist() == [1.0, 2.0, 0.0]
+    recent = mem.get_recent()
+    assert [o.text for o in recent] == ["a chair", "battery 50%"]
+    assert recent[1].source_type == "interoception"
+    assert [o.text for o in mem.get_recent(1)] == ["battery 50%"]
+
+
+def test_closed_memory_refuses_work(make_memory):
+    mem = make_memory()
+    mem.close()
+    mem.close()  # idempotent
+    with pytest.raises(MemoryClosedError):
+        mem.add("late", 0.0, 0.0)
+
+
+def test_other_schema_version_or_dimension_is_refused(tmp_path: Path, minilm):
+    path = str(tmp_path / "mem")
+    with SpatioTemporalMemory(path, embedding_provider=minilm) as mem:
+        mem.add("something", 0.0, 0.0)
+    with pytest.raises(SchemaVersionError, match="embedding_dim=384"):
+        SpatioTemporalMemory(path, embedding_provider=HashingEmbedder(128))
+    with (
+        SpatioTemporalMemory(path, embedding_provider=minilm) as mem,
+        mem._store.graph.write() as tx,
+    ):
+        tx.run("set_memory_info", {"key": "schema_version", "value": "999"})
+    with pytest.raises(SchemaVersionError, match="schema version 999"):
+        SpatioTemporalMemory(path, embedding_provider=minilm)
+
+
+def test_db_path_that_is_a_file_is_a_clear_error(tmp_path: Path, hashing):
+    path = tmp_path / "memory.db"
+    path.write_text("an eMEM sqlite file")
+    with pytest.raises(StorageError, match="is a file"):
+        SpatioTemporalMemory(str(path), embedding_provider=hashing)
+
+
+def test_episode_with_unknown_parent_is_refused(make_memory):
+    mem = make_memory()
+    with pytest.raises(InvalidInputError, match="does not exist"):
+        mem.start_episode("child", parent_episode_id="nope")
+    assert mem.active_episode_id is None
