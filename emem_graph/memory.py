@@ -62,7 +62,7 @@ class SpatioTemporalMemory:
             if embedding_provider is not None:
                 config = config.model_copy(update={"embedding_dim": embedding_provider.dim})
         elif isinstance(config, dict):
-            config = MemoryConfig.build(**config)
+            config = MemoryConfig.build(**{"db_path": str(db_path), **config})
         self.config = config
         self.embedder = (
             embedding_provider if embedding_provider is not None else (make_embedder(config))

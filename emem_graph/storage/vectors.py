@@ -32,6 +32,7 @@ TABLE = "memory_vectors"
 SCALAR_INDEXES = {"x": "BTREE", "y": "BTREE", "t": "BTREE", "kind": "BITMAP", "tier": "BITMAP"}
 EXACT_SEARCH_MAX_ROWS = 20_000
 """A filtered search matching at most this many rows bypasses the ANN index (exact, recall 1)."""
+ANN_NPROBES = 20
 
 
 def vector_schema(dim: int) -> pa.Schema:
@@ -287,7 +288,8 @@ class VectorStore:
                 if self._ann_rows and self._table.count_rows(predicate) <= EXACT_SEARCH_MAX_ROWS:
                     builder = builder.bypass_vector_index()
             elif self._ann_rows:
-                builder = builder.ef(max(64, 4 * n)).refine_factor(4)
+                # Explicit probes and a refine step: the defaults gave recall@10 of 0.7 here.
+                builder = builder.nprobes(ANN_NPROBES).ef(max(64, 4 * n)).refine_factor(4)
             rows = builder.select(["id", "kind", "_distance"]).limit(n).to_list()
         return [
             VectorHit(id=r["id"], kind=r["kind"], score=1.0 - float(r["_distance"])) for r in rows
