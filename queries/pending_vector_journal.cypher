@@ -1,3 +1,3 @@
 // Vector-index work not yet confirmed: what reconciliation redoes after a crash.
 MATCH (s:VectorSync)
-RETURN s.id AS id, s.kind AS kind, s.op AS op, s.vector AS vector
+RETURN s.id AS id, s.kind AS kind, s.op AS op

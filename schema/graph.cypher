@@ -62,11 +62,11 @@ CREATE NODE TABLE IF NOT EXISTS MemoryInfo(key STRING PRIMARY KEY, value STRING)
 
 // Vector-index journal: written in the same transaction as the node it names, removed once
 // LanceDB holds the change. What is left here after a crash is exactly what reconciliation redoes.
+// The vectors themselves wait outside the graph (pending_vectors/): Kuzu keeps deleted rows' space.
 CREATE NODE TABLE IF NOT EXISTS VectorSync(
     id STRING PRIMARY KEY,
     kind STRING,
-    op STRING,
-    vector FLOAT[]
+    op STRING
 );
 
 CREATE REL TABLE IF NOT EXISTS BELONGS_TO(FROM Observation TO Episode);

@@ -1,6 +1,10 @@
 """Child process of test_crash.py: ingests into a memory until the parent kills it (SIGKILL).
 
-Usage: python crash_writer.py DB_PATH SEED
+Usage: python crash_writer.py DB_PATH SEED [create]
+
+With ``create`` the child only opens (creates) the memory, says READY and exits: the parent kills
+it while it creates the memory's files. That mode uses the library's HashingEmbedder, because
+creating a memory embeds nothing and loading the real model would cost seconds per kill point.
 
 Protocol on stdout (one line each, flushed at once):
     LOADED               the model is loaded; the child now waits for "GO" on stdin (so the
@@ -34,6 +38,8 @@ def say(line: str) -> None:
 def main(argv: list[str]) -> int:
     db_path, seed = argv[1], int(argv[2])
     rng = random.Random(seed)
+    if argv[3:] == ["create"]:
+        return create(db_path)
 
     from emem_graph import MemoryConfig, SentenceTransformerEmbedder, SpatioTemporalMemory
 
@@ -79,6 +85,19 @@ def main(argv: list[str]) -> int:
         mem.flush()
         say("FLUSHED " + " ".join(unconfirmed))
         unconfirmed = []
+
+
+def create(db_path: str) -> int:
+    from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
+
+    embedder = HashingEmbedder(384)
+    say("LOADED")
+    if sys.stdin.readline().strip() != "GO":
+        return 0
+    config = MemoryConfig(db_path=db_path, embedding_provider="hashing")
+    SpatioTemporalMemory(config=config, embedding_provider=embedder).close()
+    say("READY")
+    return 0
 
 
 if __name__ == "__main__":

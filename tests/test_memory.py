@@ -73,7 +73,8 @@ def test_batch_flushes_by_count_without_a_query(make_memory):
     assert mem._store.get_observations(ids) == []  # below the batch size: still buffered
     ids.append(mem.add("box 4", 4.0, 0.0))
     assert wait_until(lambda: len(mem._store.get_observations(ids)) == 5)
-    assert mem._store.vectors.existing_ids(ids) == set(ids)
+    # Graph first, vectors second: the LanceDB rows follow the graph commit.
+    assert wait_until(lambda: mem._store.vectors.existing_ids(ids) == set(ids))
 
 
 def test_timer_flushes_on_the_injected_clock(make_memory):

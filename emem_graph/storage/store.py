@@ -19,19 +19,37 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from emem_graph.config import MemoryConfig
 from emem_graph.errors import StorageError
 from emem_graph.ingest.embeddings import EmbeddingProvider
-from emem_graph.models import INTEROCEPTION, Entity, Episode, Gist, Observation, VectorHit
+from emem_graph.models import Entity, Episode, Gist, Observation, VectorHit
+from emem_graph.storage.changes import GraphChange
 from emem_graph.storage.graph import COPY_MIN_ROWS, GraphDB, GraphTransaction
+from emem_graph.storage.pending import PendingVectors
+from emem_graph.storage.records import (
+    OBSERVATION_ARROW,
+    entity_params,
+    entity_vector,
+    episode,
+    journal_table,
+    nodes_by_id,
+    observation,
+    observation_row,
+    observation_vector,
+    vector_row,
+    vector_text,
+)
 from emem_graph.storage.vectors import VectorFilter, VectorRow, VectorStore
 
 log = logging.getLogger(__name__)
 
 GRAPH_FILE = "graph.kuzu"
 VECTOR_DIR = "vectors"
+PENDING_DIR = "pending_vectors"
 _GET_QUERY = {"observation": "get_observations", "gist": "get_gists", "entity": "get_entities"}
+_NODE_TABLE = {"observation": "Observation", "gist": "Gist", "entity": "Entity"}
 
 
 class MemoryStore:
@@ -59,6 +77,7 @@ class MemoryStore:
         self._acknowledged: list[str] = []
         self._vector_backlog = False
         self.graph = GraphDB(self.root / GRAPH_FILE, read_only=read_only)
+        self._pending = PendingVectors(self.root / PENDING_DIR)
         try:
             self.info = self.graph.ensure_schema({"embedding_dim": str(embedder.dim)})
             self.vectors = VectorStore(
@@ -96,32 +115,61 @@ class MemoryStore:
         """
         if not observations:
             return
-        rows = [_observation_row(o) for o in observations]
+        rows = [observation_row(o) for o in observations]
         with self._write_lock:
             if self._vector_backlog:
                 self.reconcile()
+            journal = journal_table([r["id"] for r in rows], "observation", vectors)
+            bulk = len(rows) >= COPY_MIN_ROWS
             with self.graph.write() as tx:
                 self._confirm_journal(tx)
-                if len(rows) >= COPY_MIN_ROWS:
-                    self._copy_observations(tx, rows, vectors)
+                if bulk:
+                    self._copy_observations(tx, rows)
                 else:
                     self._create_observations(tx, rows)
-                    tx.run(
-                        "journal_vectors",
-                        {"rows": _journal_rows(observations, "observation", vectors)},
-                    )
-            self._index(
-                [_observation_vector(o, v) for o, v in zip(observations, vectors, strict=True)],
-            )
+                waiting = self._journal(tx, journal, bulk=bulk)
+            if self._index(
+                [observation_vector(o, v) for o, v in zip(observations, vectors, strict=True)],
+            ):
+                self._pending.discard(waiting)
 
     def write_entity(self, entity: Entity, vector: np.ndarray) -> None:
         """Create an entity node and its vector."""
         with self._write_lock:
             with self.graph.write() as tx:
                 self._confirm_journal(tx)
-                tx.run("create_entity", _entity_params(entity))
-                tx.run("journal_vectors", {"rows": _journal_rows([entity], "entity", [vector])})
-            self._index([_entity_vector(entity, vector)])
+                tx.run("create_entity", entity_params(entity))
+                waiting = self._journal(tx, journal_table([entity.id], "entity", [vector]))
+            if self._index([entity_vector(entity, vector)]):
+                self._pending.discard(waiting)
+
+    def apply(self, change: GraphChange) -> None:
+        """Run a multi-node change: its steps and their VectorSync journal entries in ONE graph
+        transaction, then its vector work in LanceDB (see GraphChange).
+
+        Raises:
+            StorageError: the graph transaction failed (nothing was written).
+        """
+        if change.empty:
+            return
+        with self._write_lock:
+            if self._vector_backlog:
+                self.reconcile()
+            journal = change.journal()
+            waiting = None
+            with self.graph.write() as tx:
+                self._confirm_journal(tx)
+                change.run_steps(tx)
+                if journal is not None:
+                    waiting = self._journal(tx, journal)
+            try:
+                change.apply_vectors(self.vectors)
+            except StorageError as exc:
+                log.warning("vector write failed, will reconcile: %s", exc)
+                self._vector_backlog = True
+                return
+            self._pending.discard(waiting)
+            self._acknowledged.extend(change.journal_ids())
 
     def create_episode(self, episode: Episode, *, follows: str | None, parent: str | None) -> None:
         """Create an episode with its FOLLOWS edge (to the episode that ended before it) and its
@@ -165,27 +213,34 @@ class MemoryStore:
                 return 0
             upserts: list[VectorRow] = []
             deletes: list[str] = []
-            for kind, query in _GET_QUERY.items():
-                entries = {p["id"]: p for p in pending if p["kind"] == kind and p["op"] == "upsert"}
-                nodes = _nodes_by_id(self.graph.query(query, {"ids": list(entries)}), kind)
-                deletes.extend(i for i in entries if i not in nodes)
-                need_text = [i for i in nodes if not entries[i]["vector"]]
+            waiting = self._pending.load()
+            for kind in _GET_QUERY:
+                ids = [p["id"] for p in pending if p["kind"] == kind and p["op"] == "upsert"]
+                nodes = self._fetch(kind, ids)
+                deletes.extend(i for i in ids if i not in nodes)
+                # The vector a node should have: the one waiting beside the graph (its latest),
+                # else the one LanceDB already holds (only columns such as tier changed), else
+                # re-embedded from the node's text in the graph.
+                indexed = self.vectors.vectors_of([i for i in nodes if i not in waiting])
+                need_text = [i for i in nodes if i not in waiting and i not in indexed]
                 embedded = dict(
                     zip(
                         need_text,
-                        self._embed([_vector_text(nodes[i]) for i in need_text]),
+                        self._embed([vector_text(nodes[i]) for i in need_text]),
                         strict=True,
                     )
                 )
                 for node_id, node in nodes.items():
-                    stored = entries[node_id]["vector"]
-                    vector = np.asarray(stored, dtype=np.float32) if stored else embedded[node_id]
-                    upserts.append(_vector_row(node, vector))
+                    vector = waiting.get(node_id)
+                    if vector is None:
+                        vector = indexed[node_id] if node_id in indexed else embedded[node_id]
+                    upserts.append(vector_row(node, vector))
             deletes.extend(p["id"] for p in pending if p["op"] == "delete")
             self.vectors.upsert(upserts)
             self.vectors.delete(deletes)
             with self.graph.write() as tx:
                 tx.run("clear_vector_journal", {"ids": [p["id"] for p in pending]})
+            self._pending.clear()
             self._acknowledged = []
             self._vector_backlog = False
             log.info("reconciled %d vector entries (%d re-indexed)", len(pending), len(upserts))
@@ -215,12 +270,12 @@ class MemoryStore:
     def get_episode(self, episode_id: str) -> Episode | None:
         """One episode by id, or None."""
         rows = self.graph.query("get_episode", {"id": episode_id})
-        return _episode(rows[0]["e"]) if rows else None
+        return episode(rows[0]["e"]) if rows else None
 
     def get_episode_observations(self, episode_id: str) -> list[Observation]:
         """The observations that BELONG_TO an episode, in time order."""
         rows = self.graph.query("episode_observations", {"episode_id": episode_id})
-        return [_observation(row["o"]) for row in rows]
+        return [observation(row["o"]) for row in rows]
 
     def observations_in_radius(
         self,
@@ -349,7 +404,7 @@ class MemoryStore:
             return []
         return list(self._embedder.embed(texts))
 
-    def _index(self, rows: list[VectorRow]) -> None:
+    def _index(self, rows: list[VectorRow]) -> bool:
         try:
             self.vectors.add(rows)
         except StorageError as exc:
@@ -357,8 +412,34 @@ class MemoryStore:
             # write, and on the next open. Nothing is lost.
             log.warning("vector write failed, will reconcile: %s", exc)
             self._vector_backlog = True
-            return
+            return False
         self._acknowledged.extend(r.id for r in rows)
+        return True
+
+    def _journal(
+        self, tx: GraphTransaction, journal: pa.Table, *, bulk: bool = False
+    ) -> Path | None:
+        """Journal vector work in ``tx``: ids/kinds/ops into the graph, vectors beside it.
+
+        Returns the pending-vector file to discard once LanceDB holds the rows.
+        """
+        lengths = pc.list_value_length(journal.column("vector")).to_numpy(zero_copy_only=False)
+        has_vector = np.flatnonzero(np.nan_to_num(lengths, nan=0) > 0)
+        waiting = None
+        if len(has_vector):
+            chosen = journal.take(pa.array(has_vector))
+            vectors = np.stack(chosen.column("vector").to_numpy(zero_copy_only=False))
+            waiting = self._pending.save(chosen.column("id").to_pylist(), vectors)
+        entries = journal.select(["id", "kind", "op"])
+        try:
+            if bulk:
+                tx.copy_nodes("VectorSync", entries)
+            else:
+                tx.run("journal_vectors", {"rows": entries})
+        except BaseException:
+            self._pending.discard(waiting)
+            raise
+        return waiting
 
     def _confirm_journal(self, tx: GraphTransaction) -> None:
         if self._acknowledged:
@@ -383,10 +464,8 @@ class MemoryStore:
                 raise StorageError(f"episode {episode_id} does not exist; observations refused")
 
     @staticmethod
-    def _copy_observations(
-        tx: GraphTransaction, rows: list[dict[str, Any]], vectors: np.ndarray
-    ) -> None:
-        table = pa.Table.from_pylist(rows, schema=_OBSERVATION_ARROW)
+    def _copy_observations(tx: GraphTransaction, rows: list[dict[str, Any]]) -> None:
+        table = pa.Table.from_pylist(rows, schema=OBSERVATION_ARROW)
         tx.copy_nodes("Observation", table)
         members = [(r["id"], r["episode_id"]) for r in rows if r["episode_id"] is not None]
         if members:
@@ -394,25 +473,19 @@ class MemoryStore:
                 {"from": [m[0] for m in members], "to": [m[1] for m in members]},
             )
             tx.copy_edges("BELONGS_TO", edges, from_table="Observation", to_table="Episode")
-        flat = np.asarray(vectors, dtype=np.float32)
-        journal = pa.table(
-            {
-                "id": [r["id"] for r in rows],
-                "kind": ["observation"] * len(rows),
-                "op": ["upsert"] * len(rows),
-                "vector": pa.ListArray.from_arrays(
-                    pa.array(np.arange(0, flat.size + 1, flat.shape[1]), type=pa.int32()),
-                    pa.array(flat.reshape(-1), type=pa.float32()),
-                ),
-            }
-        )
-        tx.copy_nodes("VectorSync", journal)
 
     def _get_many(self, kind: str, ids: Sequence[str]) -> list[Observation | Gist | Entity]:
         if not ids:
             return []
-        nodes = _nodes_by_id(self.graph.query(_GET_QUERY[kind], {"ids": list(ids)}), kind)
+        nodes = self._fetch(kind, ids)
         return [nodes[i] for i in ids if i in nodes]
+
+    def _fetch(self, kind: str, ids: Sequence[str]) -> dict[str, Any]:
+        """Records of ``kind`` by id (primary-key lookups for short lists)."""
+        if not ids:
+            return {}
+        rows = self.graph.nodes_by_id(_NODE_TABLE[kind], ids, _GET_QUERY[kind])
+        return nodes_by_id(rows, kind)
 
     def _hydrate(
         self, hits: list[VectorHit]
@@ -421,225 +494,6 @@ class MemoryStore:
         for kind in _GET_QUERY:
             ids = [h.id for h in hits if h.kind == kind]
             if ids:
-                records.update(_nodes_by_id(self.graph.query(_GET_QUERY[kind], {"ids": ids}), kind))
+                records.update(self._fetch(kind, ids))
         # A hit whose node is gone (deleted between the two stores) is dropped, not returned.
         return [(h, records[h.id]) for h in hits if h.id in records]
-
-
-_OBSERVATION_ARROW = pa.schema(
-    [
-        ("id", pa.string()),
-        ("text", pa.string()),
-        ("x", pa.float64()),
-        ("y", pa.float64()),
-        ("z", pa.float64()),
-        ("timestamp", pa.float64()),
-        ("layer", pa.string()),
-        ("source_type", pa.string()),
-        ("confidence", pa.float64()),
-        ("tier", pa.string()),
-        ("episode_id", pa.string()),
-        ("metadata", pa.string()),
-    ]
-)
-
-
-def _observation_row(o: Observation) -> dict[str, Any]:
-    return {
-        "id": o.id,
-        "text": o.text,
-        "x": o.x,
-        "y": o.y,
-        "z": o.z,
-        "timestamp": o.timestamp,
-        "layer": o.layer_name,
-        "source_type": o.source_type,
-        "confidence": o.confidence,
-        "tier": "short_term",
-        "episode_id": o.episode_id,
-        "metadata": json.dumps(o.metadata),
-    }
-
-
-def _entity_params(e: Entity) -> dict[str, Any]:
-    return {
-        "id": e.id,
-        "name": e.name,
-        "entity_type": e.entity_type,
-        "x": e.x,
-        "y": e.y,
-        "z": e.z,
-        "first_seen": e.first_seen,
-        "last_seen": e.last_seen,
-        "observation_count": int(e.observation_count),
-        "confidence": e.confidence,
-        "layer": e.layer_name,
-        "metadata": json.dumps(e.metadata),
-    }
-
-
-def _journal_rows(
-    records: Sequence[Observation | Gist | Entity],
-    kind: str,
-    vectors: Sequence[np.ndarray] | np.ndarray,
-) -> list[dict[str, Any]]:
-    return [
-        {"id": r.id, "kind": kind, "op": "upsert", "vector": [float(v) for v in vec]}
-        for r, vec in zip(records, vectors, strict=True)
-    ]
-
-
-def _observation_vector(o: Observation, vector: np.ndarray) -> VectorRow:
-    return VectorRow(
-        id=o.id,
-        kind="observation",
-        vector=vector,
-        x=o.x,
-        y=o.y,
-        z=o.z,
-        t=o.timestamp,
-        t_end=o.timestamp,
-        layer=o.layer_name,
-        source_type=o.source_type,
-        episode_id=o.episode_id,
-        tier="short_term" if o.tier == "working" else o.tier,
-        text=o.text,
-    )
-
-
-def _gist_vector(g: Gist, vector: np.ndarray) -> VectorRow:
-    return VectorRow(
-        id=g.id,
-        kind="gist",
-        vector=vector,
-        x=g.x,
-        y=g.y,
-        z=g.z,
-        t=g.time_start,
-        t_end=g.time_end,
-        layer=g.layer_name,
-        source_type=None,
-        episode_id=g.episode_id,
-        tier=g.tier,
-        text=g.text,
-    )
-
-
-def _entity_vector(e: Entity, vector: np.ndarray) -> VectorRow:
-    return VectorRow(
-        id=e.id,
-        kind="entity",
-        vector=vector,
-        x=e.x,
-        y=e.y,
-        z=e.z,
-        t=e.first_seen,
-        t_end=e.last_seen,
-        layer=e.layer_name,
-        source_type=None,
-        episode_id=None,
-        tier="long_term",
-        text=_vector_text(e),
-    )
-
-
-def _vector_row(node: Observation | Gist | Entity, vector: np.ndarray) -> VectorRow:
-    if isinstance(node, Observation):
-        return _observation_vector(node, vector)
-    if isinstance(node, Gist):
-        return _gist_vector(node, vector)
-    return _entity_vector(node, vector)
-
-
-def _vector_text(node: Observation | Gist | Entity) -> str:
-    """The text a node's vector embeds (an entity: its name)."""
-    return node.name if isinstance(node, Entity) else node.text
-
-
-def _metadata(raw: str | None) -> dict[str, Any]:
-    if not raw:
-        return {}
-    value = json.loads(raw)
-    return value if isinstance(value, dict) else {"value": value}
-
-
-def _observation(n: dict[str, Any]) -> Observation:
-    return Observation(
-        id=n["id"],
-        text=n["text"] or "",
-        x=n["x"],
-        y=n["y"],
-        z=n["z"],
-        timestamp=n["timestamp"],
-        layer_name=n["layer"],
-        source_type=n["source_type"],
-        confidence=n["confidence"],
-        episode_id=n["episode_id"],
-        metadata=_metadata(n["metadata"]),
-        tier=n["tier"],
-    )
-
-
-def _gist(n: dict[str, Any]) -> Gist:
-    return Gist(
-        id=n["id"],
-        text=n["text"] or "",
-        x=n["x"],
-        y=n["y"],
-        z=n["z"] or 0.0,
-        radius=n["radius"] or 0.0,
-        extent_wkt=n["extent_wkt"],
-        time_start=n["time_start"],
-        time_end=n["time_end"],
-        source_observation_count=n["source_observation_count"] or 0,
-        layer_name=n["layer"],
-        episode_id=n["episode_id"],
-        level=n["level"] or 0,
-        tier=n["tier"] or "long_term",
-        created_at=n["created_at"] or 0.0,
-    )
-
-
-def _entity(n: dict[str, Any]) -> Entity:
-    return Entity(
-        id=n["id"],
-        name=n["name"],
-        entity_type=n["entity_type"],
-        x=n["x"],
-        y=n["y"],
-        z=n["z"] or 0.0,
-        first_seen=n["first_seen"],
-        last_seen=n["last_seen"],
-        observation_count=n["observation_count"],
-        confidence=n["confidence"],
-        layer_name=n["layer"] or "default",
-        metadata=_metadata(n["metadata"]),
-    )
-
-
-def _episode(n: dict[str, Any]) -> Episode:
-    return Episode(
-        id=n["id"],
-        name=n["name"],
-        start_time=n["start_time"],
-        end_time=n["end_time"],
-        status=n["status"],
-        gist=n["gist"],
-        parent_episode_id=n["parent_episode_id"],
-        metadata=_metadata(n["metadata"]),
-    )
-
-
-_CONVERT = {"observation": _observation, "gist": _gist, "entity": _entity}
-
-
-def _nodes_by_id(rows: list[dict[str, Any]], kind: str) -> dict[str, Any]:
-    convert = _CONVERT[kind]
-    nodes = {}
-    for row in rows:
-        node = next(iter(row.values()))
-        nodes[node["id"]] = convert(node)
-    return nodes
-
-
-__all__ = ["INTEROCEPTION", "MemoryStore"]

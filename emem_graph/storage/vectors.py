@@ -217,21 +217,19 @@ class VectorStore:
         self.ann_min_rows = ann_min_rows
         self.ann_reindex_growth = ann_reindex_growth
         self._lock = _ReadWriteLock()
+        self._compact_lock = threading.Lock()
         self._commits_since_compaction = 0
         try:
             self._db = lancedb.connect(str(path))
-            if TABLE in self._db.table_names():
-                self._table = self._db.open_table(TABLE)
-                stored_dim = self._table.schema.field("vector").type.list_size
-                if stored_dim != dim:
-                    raise EmbeddingDimensionError(
-                        f"the vector table at {path} holds {stored_dim}-dimensional vectors, "
-                        f"the embedder gives {dim}"
-                    )
-            else:
-                self._table = self._db.create_table(TABLE, schema=vector_schema(dim))
-        except (OSError, RuntimeError) as exc:
+            self._table = self._open_table()
+        except (OSError, RuntimeError, ValueError) as exc:
             raise StorageError(f"cannot open vector store {path}: {exc}") from exc
+        stored_dim = self._table.schema.field("vector").type.list_size
+        if stored_dim != dim:
+            raise EmbeddingDimensionError(
+                f"the vector table at {path} holds {stored_dim}-dimensional vectors, "
+                f"the embedder gives {dim}"
+            )
         self._ann_rows = self._ann_indexed_rows()
 
     # --- writes --------------------------------------------------------------------------------
@@ -259,14 +257,29 @@ class VectorStore:
             chunk = ids[start : start + 1000]
             self._commit(lambda chunk=chunk: self._table.delete(_in_clause("id", chunk, False)))
 
+    def set_tier(self, ids: Sequence[str], tier: str) -> None:
+        """Set the tier column of these rows in place (one commit per 1,000 ids; absent ids
+        are ignored): promotion to long_term keeps the vector, only the prefilter changes."""
+        for start in range(0, len(ids), 1000):
+            chunk = ids[start : start + 1000]
+            self._commit(
+                lambda chunk=chunk: self._table.update(
+                    where=_in_clause("id", chunk, False), values={"tier": tier}
+                )
+            )
+
     def compact(self) -> None:
         """Merge fragments, index new rows, and delete versions older than cleanup_after."""
-        with self._lock.exclusive():
+        with self._compact_lock:
+            # Building an index only adds files and a version, so searches go on meanwhile (an
+            # ANN build takes ~4 s at 10k rows, ~41 s at 100k, ~7 min at 1M); only optimize(),
+            # whose cleanup deletes the files of old versions, must not overlap a search.
             self._ensure_indexes()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                self._table.optimize(cleanup_older_than=self.cleanup_after)
-            self._commits_since_compaction = 0
+            with self._lock.exclusive():
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    self._table.optimize(cleanup_older_than=self.cleanup_after)
+                self._commits_since_compaction = 0
 
     # --- reads ---------------------------------------------------------------------------------
 
@@ -313,6 +326,29 @@ class VectorStore:
                 return []
         return [VectorHit(id=r["id"], kind=r["kind"], score=float(r["_score"])) for r in rows]
 
+    def vectors_of(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of those ``ids`` that have a row."""
+        found: dict[str, np.ndarray] = {}
+        with self._lock.reading():
+            for start in range(0, len(ids), 1000):
+                chunk = ids[start : start + 1000]
+                table = (
+                    self._table.search()
+                    .where(_in_clause("id", chunk, False))
+                    .select(["id", "vector"])
+                    .limit(len(chunk))
+                    .to_arrow()
+                )
+                vectors = table.column("vector").to_numpy(zero_copy_only=False)
+                found.update(
+                    zip(
+                        table.column("id").to_pylist(),
+                        (np.asarray(v, dtype=np.float32) for v in vectors),
+                        strict=True,
+                    )
+                )
+        return found
+
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` have a row."""
         found: set[str] = set()
@@ -327,6 +363,26 @@ class VectorStore:
                     .to_arrow()
                 )
                 found.update(table.column("id").to_pylist())
+        return found
+
+    def vectors_by_id(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of ``ids`` that have a row (for reuse without re-embedding)."""
+        found: dict[str, np.ndarray] = {}
+        with self._lock.reading():
+            for start in range(0, len(ids), 1000):
+                chunk = ids[start : start + 1000]
+                table = (
+                    self._table.search()
+                    .where(_in_clause("id", chunk, False))
+                    .select(["id", "vector"])
+                    .limit(len(chunk))
+                    .to_arrow()
+                )
+                matrix = np.asarray(
+                    table.column("vector").combine_chunks().flatten(), dtype=np.float32
+                ).reshape(-1, self.dim)
+                for row, node_id in enumerate(table.column("id").to_pylist()):
+                    found[str(node_id)] = matrix[row]
         return found
 
     def all_ids(self, where: VectorFilter | None = None) -> list[str]:
@@ -362,6 +418,23 @@ class VectorStore:
 
     # --- internals -----------------------------------------------------------------------------
 
+    def _open_table(self) -> Any:
+        """Open the table, or create it on a new store.
+
+        A process killed inside create_table leaves the table's directory with no committed
+        version: listed by table_names(), refused by open_table(). Such a table never held a row,
+        so it is created again; a table with a committed version is never overwritten.
+        """
+        if TABLE not in self._db.table_names():
+            return self._db.create_table(TABLE, schema=vector_schema(self.dim))
+        try:
+            return self._db.open_table(TABLE)
+        except ValueError:
+            if any((self.path / f"{TABLE}.lance" / "_versions").glob("*.manifest")):
+                raise
+            log.warning("vector table creation was interrupted; creating it again")
+            return self._db.create_table(TABLE, schema=vector_schema(self.dim), mode="overwrite")
+
     def _commit(self, action: Any) -> None:
         with self._lock.reading():
             try:
@@ -381,7 +454,7 @@ class VectorStore:
             warnings.simplefilter("ignore")
             for column, kind in SCALAR_INDEXES.items():
                 if (column,) not in existing:
-                    self._table.create_scalar_index(column, index_type=kind)  # type: ignore[arg-type]
+                    self._table.create_scalar_index(column, index_type=kind)
             if ("text",) not in existing:
                 self._table.create_fts_index("text", replace=True)
             grown = self._ann_rows and rows >= self._ann_rows * (1 + self.ann_reindex_growth)

@@ -1,0 +1,455 @@
+"""VectorStore on real LanceDB files: compaction, prefiltered search, filter quoting, radius,
+keyword search, delete/upsert.
+
+Vectors are random unit vectors (or HashingEmbedder vectors where the text matters), dim 384.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from emem_graph import HashingEmbedder, InvalidInputError
+from emem_graph.storage import vectors as vectors_module
+from emem_graph.storage.vectors import VectorFilter, VectorRow, VectorStore
+
+DIM = 384
+
+
+def unit_vectors(rng: np.random.Generator, n: int) -> np.ndarray:
+    vectors = rng.standard_normal((n, DIM)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def make_row(i: int, vector: np.ndarray, **fields: Any) -> VectorRow:
+    values: dict[str, Any] = {
+        "id": f"o{i}",
+        "kind": "observation",
+        "vector": vector,
+        "x": 0.0,
+        "y": 0.0,
+        "z": 0.0,
+        "t": float(i),
+        "t_end": float(i),
+        "layer": "default",
+        "source_type": "camera",
+        "episode_id": None,
+        "tier": "short_term",
+        "text": f"observation number {i}",
+    }
+    values.update(fields)
+    return VectorRow(**values)
+
+
+def median_search_ms(store: VectorStore, queries: np.ndarray, n: int = 10) -> float:
+    store.search(queries[0], n)  # warm-up: open files, load the manifest
+    times = []
+    for query in queries:
+        start = time.perf_counter()
+        store.search(query, n)
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
+
+
+# --- compaction ----------------------------------------------------------------------------------
+
+COMPACT_EVERY = 50
+APPENDS = 4_000
+"""Robot-sized appends of 1-3 rows. 10,000 take ~230 s on the 2-core CI machine (an append
+costs ~8 ms in LanceDB and each compaction rewrites every fragment below 1M rows), so the
+test runs 4,000 (80 compactions, ~90 s); the bounds below do not depend on the count."""
+CONTROL_APPENDS = 500
+"""The same appends without compaction, to show what the bounds guard against."""
+
+
+@pytest.mark.slow
+def test_many_small_appends_stay_compact(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    pool = unit_vectors(rng, 3 * APPENDS)
+
+    # Control: what small appends do to a table that is never compacted.
+    control = VectorStore(tmp_path / "control", DIM, compact_every=10**9)
+    added = 0
+    for a in range(CONTROL_APPENDS):
+        k = 1 + a % 3
+        control.add([make_row(added + j, pool[added + j]) for j in range(k)])
+        added += k
+    control_stats = control.stats()
+    assert control_stats["versions"] > CONTROL_APPENDS
+    assert control_stats["fragments"] == CONTROL_APPENDS
+    control_bytes_per_row = control_stats["disk_bytes"] / added
+
+    store = VectorStore(
+        tmp_path / "compacted", DIM, compact_every=COMPACT_EVERY, cleanup_after=timedelta(0)
+    )
+    rows: list[VectorRow] = []
+    worst = {"versions": 0, "fragments": 0}
+    for a in range(APPENDS):
+        k = 1 + a % 3
+        batch = [
+            make_row(
+                len(rows) + j,
+                pool[len(rows) + j],
+                x=float((len(rows) + j) % 100),
+                y=float((len(rows) + j) // 100 % 100),
+            )
+            for j in range(k)
+        ]
+        store.add(batch)
+        rows.extend(batch)
+        if a % 37 == 36:  # sampled at every phase of the compaction cycle
+            sample = store.stats()
+            for key in worst:
+                worst[key] = max(worst[key], sample[key])
+    stats = store.stats()
+    raw_bytes = len(rows) * DIM * 4
+    assert stats["rows"] == len(rows)
+    # Between two compactions at most compact_every appends add a version and a fragment each.
+    assert max(worst["versions"], stats["versions"]) <= COMPACT_EVERY + 5
+    assert max(worst["fragments"], stats["fragments"]) <= COMPACT_EVERY + 5
+    # Compacted: the vectors plus columns and scalar/FTS indexes, old versions removed.
+    # Uncompacted, 500 appends already take ~20x the raw vector bytes per row, and the
+    # manifests grow with the square of the number of appends.
+    assert stats["disk_bytes"] < 1.5 * raw_bytes + 4_000_000
+    assert stats["disk_bytes"] / len(rows) < control_bytes_per_row / 4
+
+    # Search on the compacted table is about as fast as on the same rows written at once.
+    fresh = VectorStore(tmp_path / "fresh", DIM, compact_every=10**9)
+    fresh.add(rows)
+    assert fresh.stats()["fragments"] == 1
+    queries = unit_vectors(rng, 9)
+    compacted_ms = median_search_ms(store, queries)
+    fresh_ms = median_search_ms(fresh, queries)
+    assert compacted_ms < 5 * fresh_ms + 5, (compacted_ms, fresh_ms)
+    # Both return the same (exact) neighbours.
+    assert [h.id for h in store.search(queries[0], 10)] == [
+        h.id for h in fresh.search(queries[0], 10)
+    ]
+
+
+# --- prefiltered search --------------------------------------------------------------------------
+
+N_ROWS = 20_000
+SIDE = 100.0
+ONE_PERCENT_RADIUS = SIDE / math.sqrt(100 * math.pi)
+
+
+@pytest.fixture(scope="module")
+def big_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[VectorStore, dict[str, Any]]:
+    """20,000 rows on a 100 m x 100 m square, with scalar indexes (compacted once)."""
+    rng = np.random.default_rng(7)
+    vectors = unit_vectors(rng, N_ROWS)
+    xs = rng.uniform(0.0, SIDE, N_ROWS)
+    ys = rng.uniform(0.0, SIDE, N_ROWS)
+    xs[:3] = [250.0, 251.0, 252.0]  # three rows far from everything else
+    ys[:3] = 250.0
+    rows = [
+        make_row(
+            i,
+            vectors[i],
+            x=float(xs[i]),
+            y=float(ys[i]),
+            layer="rare" if i % 100 == 7 else "default",
+            source_type="sonar" if i in (11, 9_000, 19_999) else "camera",
+            episode_id=f"ep{i // 200}",
+        )
+        for i in range(N_ROWS)
+    ]
+    store = VectorStore(tmp_path_factory.mktemp("vectors") / "v", DIM)
+    store.add(rows)
+    store.compact()
+    data = {
+        "vectors": vectors,
+        "x": xs,
+        "y": ys,
+        "t": np.arange(N_ROWS, dtype=np.float64),
+        "layer": np.array([r.layer for r in rows]),
+        "source_type": np.array([r.source_type for r in rows]),
+        "episode": np.array([r.episode_id for r in rows]),
+    }
+    return store, data
+
+
+PREFILTERS = {
+    "area_box": (
+        VectorFilter(box=(40.0, 50.0, 40.0, 50.0)),
+        lambda d: (d["x"] >= 40) & (d["x"] <= 50) & (d["y"] >= 40) & (d["y"] <= 50),
+    ),
+    "area_circle": (
+        VectorFilter(center=(20.0, 70.0), radius=ONE_PERCENT_RADIUS),
+        lambda d: np.hypot(d["x"] - 20.0, d["y"] - 70.0) <= ONE_PERCENT_RADIUS,
+    ),
+    "layer": (VectorFilter(layers=("rare",)), lambda d: d["layer"] == "rare"),
+    "time_window": (
+        VectorFilter(time_after=12_000.0, time_before=12_199.0),
+        lambda d: (d["t"] >= 12_000) & (d["t"] <= 12_199),
+    ),
+    "episode": (VectorFilter(episode_id="ep42"), lambda d: d["episode"] == "ep42"),
+    "layer_and_area": (
+        VectorFilter(layers=("default",), box=(0.0, 30.0, 0.0, 30.0), time_after=5_000.0),
+        lambda d: (d["layer"] == "default") & (d["x"] <= 30) & (d["y"] <= 30) & (d["t"] >= 5_000),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(PREFILTERS))
+@pytest.mark.parametrize("n", [10, 50])
+def test_prefilter_returns_exactly_n_nearest_inside(
+    big_store: tuple[VectorStore, dict[str, Any]], name: str, n: int
+) -> None:
+    store, data = big_store
+    where, inside = PREFILTERS[name]
+    mask = inside(data)
+    assert mask.sum() >= n  # the filter holds enough rows (about 1% of the store)
+    assert store.count(where) == int(mask.sum())
+    query = unit_vectors(np.random.default_rng(hash(name) % 1000 + n), 1)[0]
+    hits = store.search(query, n, where)
+    assert len(hits) == n
+    ids = [int(h.id[1:]) for h in hits]
+    assert all(mask[i] for i in ids)
+    # Exact: the same neighbours as a NumPy scan of the filtered rows.
+    candidates = np.flatnonzero(mask)
+    scores = data["vectors"][candidates] @ query
+    expected = candidates[np.argsort(-scores)[:n]]
+    assert set(ids) == set(expected.tolist())
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        VectorFilter(source_types=("sonar",)),
+        VectorFilter(box=(249.0, 253.0, 249.0, 251.0)),
+    ],
+    ids=["source_type", "far_box"],
+)
+def test_prefilter_smaller_than_n_returns_all_matches(
+    big_store: tuple[VectorStore, dict[str, Any]], where: VectorFilter
+) -> None:
+    store, _ = big_store
+    query = unit_vectors(np.random.default_rng(3), 1)[0]
+    hits = store.search(query, 10, where)
+    assert len(hits) == 3
+    assert store.count(where) == 3
+    assert len({h.id for h in hits}) == 3
+
+
+def test_prefilter_through_ann_index_returns_n_inside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With an ANN index and the exact-search shortcut off, the prefilter still gives n rows."""
+    rng = np.random.default_rng(11)
+    count = 3_000
+    vectors = unit_vectors(rng, count)
+    xs = rng.uniform(0.0, SIDE, count)
+    ys = rng.uniform(0.0, SIDE, count)
+    store = VectorStore(tmp_path / "v", DIM, ann_min_rows=1_000)
+    store.add(
+        [
+            make_row(i, vectors[i], x=float(xs[i]), y=float(ys[i]), episode_id=f"ep{i // 100}")
+            for i in range(count)
+        ]
+    )
+    store.compact()
+    assert store.stats()["ann_indexed_rows"] == count
+    monkeypatch.setattr(vectors_module, "EXACT_SEARCH_MAX_ROWS", 0)
+    for where, inside in (
+        (VectorFilter(box=(0.0, 20.0, 0.0, 20.0)), lambda i: xs[i] <= 20 and ys[i] <= 20),
+        (VectorFilter(episode_id="ep7"), lambda i: i // 100 == 7),
+        (VectorFilter(time_after=2_000.0, time_before=2_049.0), lambda i: 2_000 <= i <= 2_049),
+    ):
+        hits = store.search(unit_vectors(rng, 1)[0], 10, where)
+        assert len(hits) == 10
+        assert all(inside(int(h.id[1:])) for h in hits)
+    assert len(store.search(unit_vectors(rng, 1)[0], 10)) == 10
+
+
+# --- filter quoting ------------------------------------------------------------------------------
+
+AWKWARD = ["o'brien", "x' OR '1'='1", "x", "it''s", "back\\slash'", "-- comment", "1"]
+
+
+@pytest.fixture
+def awkward_store(tmp_path: Path) -> VectorStore:
+    rng = np.random.default_rng(5)
+    vectors = unit_vectors(rng, 2 * len(AWKWARD) + 2)
+    rows = []
+    for k, name in enumerate(AWKWARD):
+        for j in range(2):
+            i = 2 * k + j
+            rows.append(make_row(i, vectors[i], layer=name, episode_id=name, source_type=name))
+    rows.append(make_row(100, vectors[-2], layer="default", episode_id="e", source_type="cam"))
+    rows.append(make_row(101, vectors[-1], layer=None, episode_id=None, source_type=None))
+    store = VectorStore(tmp_path / "v", DIM)
+    store.add(rows)
+    return store
+
+
+@pytest.mark.parametrize("name", AWKWARD)
+def test_filter_strings_match_only_literally(awkward_store: VectorStore, name: str) -> None:
+    query = unit_vectors(np.random.default_rng(1), 1)[0]
+    k = AWKWARD.index(name)
+    literal = {f"o{2 * k}", f"o{2 * k + 1}"}
+    for where in (
+        VectorFilter(layers=(name,)),
+        VectorFilter(episode_id=name),
+        VectorFilter(source_types=(name,)),
+    ):
+        assert awkward_store.count(where) == 2
+        assert {h.id for h in awkward_store.search(query, 50, where)} == literal
+    # NOT IN keeps everything else, NULL source types included.
+    excluded = VectorFilter(exclude_source_types=(name,))
+    assert awkward_store.count(excluded) == awkward_store.count() - 2
+    assert literal.isdisjoint(h.id for h in awkward_store.search(query, 50, excluded))
+
+
+def test_injection_like_strings_that_match_nothing(awkward_store: VectorStore) -> None:
+    query = unit_vectors(np.random.default_rng(2), 1)[0]
+    for value in ("nobody' OR '1'='1", "' OR 1=1 --", "'); DROP TABLE memory_vectors; --"):
+        assert awkward_store.count(VectorFilter(layers=(value,))) == 0
+        assert awkward_store.search(query, 10, VectorFilter(episode_id=value)) == []
+        assert awkward_store.keyword_search("comment", 10, VectorFilter(layers=(value,))) == []
+    assert awkward_store.count() == 2 * len(AWKWARD) + 2  # nothing was dropped or deleted
+    assert awkward_store.count(VectorFilter(layers=())) == 0
+    assert awkward_store.count(VectorFilter(exclude_tiers=())) == awkward_store.count()
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        VectorFilter(time_after=math.nan),
+        VectorFilter(time_before=math.inf),
+        VectorFilter(time_after=-math.inf),
+        VectorFilter(box=(0.0, math.nan, 0.0, 1.0)),
+        VectorFilter(box=(0.0, 1.0, -math.inf, 1.0)),
+        VectorFilter(center=(math.nan, 0.0), radius=1.0),
+        VectorFilter(center=(0.0, math.inf), radius=1.0),
+        VectorFilter(center=(0.0, 0.0), radius=math.nan),
+        VectorFilter(center=(0.0, 0.0), radius=math.inf),
+        VectorFilter(center=(0.0, 0.0), radius=-1.0),
+        VectorFilter(layers=("a\x00b",)),
+        VectorFilter(episode_id="\x00"),
+    ],
+)
+def test_non_finite_numbers_and_nul_are_rejected(
+    awkward_store: VectorStore, where: VectorFilter
+) -> None:
+    with pytest.raises(InvalidInputError):
+        where.to_sql()
+    with pytest.raises(InvalidInputError):
+        awkward_store.search(unit_vectors(np.random.default_rng(0), 1)[0], 5, where)
+    with pytest.raises(InvalidInputError):
+        awkward_store.count(where)
+
+
+def test_empty_filter_has_no_sql() -> None:
+    assert VectorFilter().to_sql() is None
+    assert "''" in (VectorFilter(layers=("o'brien",)).to_sql() or "")
+
+
+# --- exact radius --------------------------------------------------------------------------------
+
+
+def test_circle_filter_excludes_box_corners(tmp_path: Path) -> None:
+    cx, cy, r = 10.0, -4.0, 3.0
+    inside = [(cx, cy), (cx + 0.9 * r, cy), (cx - 0.9 * r, cy), (cx, cy + 0.9 * r), (cx, cy - r)]
+    corners = [(cx + sx * 0.9 * r, cy + sy * 0.9 * r) for sx in (-1, 1) for sy in (-1, 1)]
+    outside = [(cx + 1.1 * r, cy), (cx, cy - 1.01 * r)]
+    points = inside + corners + outside
+    rng = np.random.default_rng(9)
+    vectors = unit_vectors(rng, len(points))
+    store = VectorStore(tmp_path / "v", DIM)
+    store.add([make_row(i, vectors[i], x=p[0], y=p[1]) for i, p in enumerate(points)])
+    where = VectorFilter(center=(cx, cy), radius=r)
+    expected = {f"o{i}" for i in range(len(inside))}
+    assert store.count(where) == len(inside)
+    assert {h.id for h in store.search(vectors[0], 20, where)} == expected
+    # The bounding box alone would also hold the corners.
+    box = VectorFilter(box=(cx - r, cx + r, cy - r, cy + r))
+    assert store.count(box) == len(inside) + len(corners)
+    # A zero radius keeps only the exact centre.
+    assert store.count(VectorFilter(center=(cx, cy), radius=0.0)) == 1
+
+
+# --- keyword search ------------------------------------------------------------------------------
+
+TEXTS = [
+    "a red chair by the kitchen door",
+    "a blue table in the lab",
+    "the robot charged its battery",
+    "a red cup on the kitchen table",
+    "a green plant near the window",
+    "an office chair next to the desk",
+]
+
+
+def test_keyword_search_matches_words_of_a_question(tmp_path: Path) -> None:
+    embedder = HashingEmbedder(DIM)
+    vectors = embedder.embed(TEXTS)
+    store = VectorStore(tmp_path / "v", DIM)
+    store.add(
+        [
+            make_row(i, vectors[i], text=t, layer="lab" if "lab" in t else "default")
+            for i, t in enumerate(TEXTS)
+        ]
+    )
+    store.compact()  # builds the full-text index
+    hits = store.keyword_search("where is the red chair?", 10)
+    assert hits[0].id == "o0"  # both words
+    found = {h.id for h in hits}
+    assert {"o0", "o3", "o5"} <= found  # "red" or "chair" alone also match
+    assert found <= {"o0", "o3", "o5"}  # stop words ("where", "is", "the") match nothing
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    # Prefiltered, and rows appended after the index was built are found too.
+    assert store.keyword_search("table?", 10, VectorFilter(layers=("lab",)))[0].id == "o1"
+    store.add([make_row(50, embedder.embed(["red chair"])[0], text="another red chair")])
+    assert "o50" in {h.id for h in store.keyword_search("where is the red chair?", 10)}
+    assert store.keyword_search("   ", 10) == []
+    assert store.keyword_search("zebra", 10) == []
+
+
+# --- delete / upsert / existing_ids --------------------------------------------------------------
+
+
+def test_delete_upsert_existing_ids(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    vectors = unit_vectors(rng, 2_600)
+    store = VectorStore(tmp_path / "v", DIM)
+    store.add([make_row(i, vectors[i]) for i in range(10)])
+    assert store.existing_ids(["o1", "o5", "nope"]) == {"o1", "o5"}
+    assert store.existing_ids([]) == set()
+
+    # Upsert replaces by id (vector and columns) and inserts unknown ids; no duplicates.
+    new_vector = vectors[100]
+    store.upsert([make_row(1, new_vector, text="moved chair", x=42.0), make_row(20, vectors[20])])
+    store.upsert([make_row(1, new_vector, text="moved chair", x=42.0)])
+    assert store.count() == 11
+    ids = store.all_ids()
+    assert len(ids) == len(set(ids)) == 11
+    top = store.search(new_vector, 1)[0]
+    assert top.id == "o1" and top.score == pytest.approx(1.0, abs=1e-5)
+    assert store.count(VectorFilter(box=(41.0, 43.0, -1.0, 1.0))) == 1
+    assert store.search(vectors[1], 1)[0].id != "o1"  # the old vector is gone
+
+    # Delete removes exactly the ids given; unknown ids are ignored.
+    store.delete(["o1", "nope"])
+    assert store.count() == 10
+    assert store.existing_ids(["o1", "o2"]) == {"o2"}
+    store.delete([])
+    assert store.count() == 10
+
+    # More than 1,000 ids at once (deleted and looked up in chunks).
+    store.add([make_row(i, vectors[i]) for i in range(100, 2_600)])
+    assert len(store.existing_ids([f"o{i}" for i in range(100, 2_600)])) == 2_500
+    store.delete([f"o{i}" for i in range(100, 2_200)])
+    assert store.count() == 10 + 400
+    assert store.existing_ids([f"o{i}" for i in range(2_150, 2_250)]) == {
+        f"o{i}" for i in range(2_200, 2_250)
+    }
