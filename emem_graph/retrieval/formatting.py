@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from emem_graph.models import Entity, Gist, Observation
+from emem_graph.models import Entity, Episode, Gist, Observation
 
 
 def format_time(timestamp: float) -> str:
@@ -41,3 +41,59 @@ def format_record(record: Observation | Gist | Entity) -> str:
 def numbered(lines: list[str]) -> str:
     """Lines numbered ``1. ``, ``2. `` ..."""
     return "\n".join(f"{i}. {line}" for i, line in enumerate(lines, 1))
+
+
+def format_by_layer(observations: list[Observation], *, with_coordinates: bool) -> list[str]:
+    """Observations grouped under ``  [{layer}]`` headers (layers sorted), one
+    ``    - ({x},{y}) {text}`` line each (without the position when ``with_coordinates`` is
+    False), in the order given within a layer."""
+    by_layer: dict[str, list[Observation]] = {}
+    for o in observations:
+        by_layer.setdefault(o.layer_name, []).append(o)
+    lines: list[str] = []
+    for layer in sorted(by_layer):
+        lines.append(f"  [{layer}]")
+        for o in by_layer[layer]:
+            where = f"({o.x:.1f},{o.y:.1f}) " if with_coordinates else ""
+            lines.append(f"    - {where}{o.text}")
+    return lines
+
+
+def format_age(seconds: float) -> str:
+    """An age as ``42s``, ``5min`` or ``1.5h`` (a reading from the future reads ``0s``)."""
+    age = max(0.0, seconds)
+    if age < 60:
+        return f"{age:.0f}s"
+    if age < 3600:
+        return f"{age / 60:.0f}min"
+    return f"{age / 3600:.1f}h"
+
+
+def format_body_status(readings: list[Observation], now: float) -> str:
+    """``Body Status:`` then ``  [{layer}] {text} ({age} ago)`` per reading, or
+    ``No body state data available.``"""
+    if not readings:
+        return "No body state data available."
+    lines = ["Body Status:"]
+    lines.extend(
+        f"  [{r.layer_name}] {r.text} ({format_age(now - r.timestamp)} ago)" for r in readings
+    )
+    return "\n".join(lines)
+
+
+def format_episode(episode: Episode, count: int, first: float | None, last: float | None) -> str:
+    """``[{name}] ({status}) {gist or '(no summary)'}`` and, when it holds observations,
+    ``  ({n} observations from {t_first} to {t_last})``."""
+    line = f"[{episode.name}] ({episode.status}) {episode.gist or '(no summary)'}"
+    if count and first is not None and last is not None:
+        line += f"\n  ({count} observations from {format_time(first)} to {format_time(last)})"
+    return line
+
+
+def source_label(record: Observation | Gist | Entity) -> str:
+    """Where a record comes from, for counts: its layer, ``gist/{layer}`` or ``entity``."""
+    if isinstance(record, Observation):
+        return record.layer_name
+    if isinstance(record, Gist):
+        return f"gist/{record.layer_name or 'cross-layer'}"
+    return "entity"

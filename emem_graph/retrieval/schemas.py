@@ -1,0 +1,428 @@
+"""The tools' JSON schemas (OpenAI function-calling form) and the argument models built from them.
+
+TOOL_SCHEMAS is the single source of truth: get_tool_definitions() returns it as is, and the
+pydantic model that validates a tool's arguments (for dispatch and for the Python methods
+alike) is generated from the same dict, so a parameter, type, default or bound cannot differ
+between what a model is told and what is accepted.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
+
+from emem_graph.errors import InvalidInputError
+
+_TIME_FORMS = (
+    "Relative ('-10m', '-2h', '-1d', '-30s', '10 minutes ago', 'an hour', 'yesterday', "
+    "'last week') or a Unix timestamp in seconds."
+)
+_N_RESULTS = {
+    "type": "integer",
+    "default": 10,
+    "minimum": 1,
+    "maximum": 1000,
+    "description": "Maximum number of results to return.",
+}
+_LAYER = {
+    "type": "string",
+    "description": "Only memories of this layer (e.g. 'captions', 'detections'); omit for all.",
+}
+_NEAR_X = {
+    "type": "number",
+    "description": "X of the centre of an area filter (world frame, metres); needs near_y and "
+    "spatial_radius.",
+}
+_NEAR_Y = {"type": "number", "description": "Y of the centre of the area filter (metres)."}
+_SPATIAL_RADIUS = {
+    "type": "number",
+    "minimum": 0,
+    "description": "Radius of the area filter around (near_x, near_y), in metres.",
+}
+_BODY = {
+    "type": "boolean",
+    "default": False,
+    "description": "Also return body-state readings (battery, temperature...); off by default.",
+}
+
+
+def _time(what: str) -> dict[str, Any]:
+    return {"type": ["string", "number"], "description": f"{what} {_TIME_FORMS}"}
+
+
+def _required_text(description: str) -> dict[str, Any]:
+    return {"type": "string", "minLength": 1, "pattern": r"\S", "description": description}
+
+
+def _tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> Any:
+    return {
+        "name": name,
+        "description": description,
+        "parameters": {"type": "object", "properties": properties, "required": required},
+    }
+
+
+TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
+    "semantic_search": _tool(
+        "semantic_search",
+        "Find memories by meaning and keywords: observations, summaries and known entities "
+        "that match a description ('red cup', 'person waving'). Several things in one request "
+        "('the cup, then the kettle') are each searched. Use when no more specific tool fits. "
+        "Do NOT use for 'where is X' (use locate), for what happened in a time window (use "
+        "temporal_query), for what is near a coordinate (use spatial_query), for a named "
+        "entity's count or last position (use entity_query), or for the robot's own state "
+        "(use body_status).",
+        {
+            "query": _required_text("What to find, in natural language."),
+            "n_results": _N_RESULTS,
+            "layer": _LAYER,
+            "time_after": _time("Only memories from after this time."),
+            "time_before": _time("Only memories from before this time."),
+            "near_x": _NEAR_X,
+            "near_y": _NEAR_Y,
+            "spatial_radius": _SPATIAL_RADIUS,
+            "episode_id": {
+                "type": "string",
+                "description": "Only memories of this episode (an id from start_episode).",
+            },
+            "include_body_state": _BODY,
+        },
+        ["query"],
+    ),
+    "spatial_query": _tool(
+        "spatial_query",
+        "List what was observed within a radius of a coordinate, nearest first, with no "
+        "meaning filter. Use when the question gives a position ('what is at (3, 4)?'). Do NOT "
+        "use to find where something is (use locate) or for memories without real "
+        "coordinates.",
+        {
+            "x": {"type": "number", "description": "X of the point (world frame, metres)."},
+            "y": {"type": "number", "description": "Y of the point (world frame, metres)."},
+            "z": {
+                "type": "number",
+                "default": 0.0,
+                "description": "Z of the point; the radius is measured horizontally.",
+            },
+            "radius": {
+                "type": "number",
+                "default": 2.0,
+                "minimum": 0,
+                "description": "Radius in metres.",
+            },
+            "layer": _LAYER,
+            "time_after": _time("Only observations from after this time."),
+            "time_before": _time("Only observations from before this time."),
+            "n_results": _N_RESULTS,
+            "include_body_state": _BODY,
+        },
+        ["x", "y"],
+    ),
+    "temporal_query": _tool(
+        "temporal_query",
+        "List what was observed in a time window, newest (or oldest) first: 'what happened in "
+        "the last 10 minutes', 'yesterday', 'between X and Y', optionally in an area or a "
+        "layer. When the window's observations were consolidated it returns their summaries. "
+        "Use it instead of semantic_search for time-focused questions. Do NOT use for 'what "
+        "is around me now' (use get_current_context).",
+        {
+            "time_after": _time("Start of the window."),
+            "time_before": _time("End of the window."),
+            "last_n_minutes": {
+                "type": "number",
+                "minimum": 0,
+                "description": "Shortcut: the window is the last N minutes up to now.",
+            },
+            "layer": _LAYER,
+            "near_x": _NEAR_X,
+            "near_y": _NEAR_Y,
+            "spatial_radius": _SPATIAL_RADIUS,
+            "order": {
+                "type": "string",
+                "enum": ["newest", "oldest"],
+                "default": "newest",
+                "description": "'newest' lists the most recent first, 'oldest' the earliest.",
+            },
+            "n_results": _N_RESULTS,
+            "include_body_state": _BODY,
+        },
+        [],
+    ),
+    "episode_summary": _tool(
+        "episode_summary",
+        "Summarise past episodes (tasks, sessions): their status, summary and how many "
+        "observations they hold and when. Use when the question names a task ('the kitchen "
+        "patrol') or asks about the last task(s). Give episode_id, or task_name (all episodes "
+        "whose name contains it, newest first), or last_n. Do NOT use for individual "
+        "observations (use semantic_search or temporal_query).",
+        {
+            "episode_id": {
+                "type": "string",
+                "description": "Exact episode id (from start_episode).",
+            },
+            "task_name": {
+                "type": "string",
+                "description": "Part of the episode name, any case ('kitchen').",
+            },
+            "last_n": {
+                "type": "integer",
+                "default": 1,
+                "minimum": 1,
+                "maximum": 100,
+                "description": "How many of the most recent episodes (with task_name: at "
+                "least 10 matches are listed).",
+            },
+        },
+        [],
+    ),
+    "get_current_context": _tool(
+        "get_current_context",
+        "Describe the robot's situation NOW: its position, what is nearby (observations, area "
+        "summaries, entities), what happened in the last minutes, and its body status. Use for "
+        "'what do you see', 'where am I', 'what is going on'. Do NOT use for the past (use "
+        "temporal_query or episode_summary) or for finding a thing (use locate).",
+        {
+            "radius": {
+                "type": "number",
+                "default": 3.0,
+                "minimum": 0,
+                "description": "What counts as nearby, in metres.",
+            },
+            "include_recent_minutes": {
+                "type": "number",
+                "default": 5.0,
+                "minimum": 0,
+                "description": "How many minutes back 'recent' reaches.",
+            },
+        },
+        [],
+    ),
+    "search_gists": _tool(
+        "search_gists",
+        "Search only the consolidated summaries (gists) of past experience. Use for questions "
+        "about long ago, or when a high-level summary is wanted rather than single events. Do "
+        "NOT use for recent or specific observations (use semantic_search first).",
+        {
+            "query": _required_text("What to find in the summaries."),
+            "n_results": _N_RESULTS,
+            "time_after": _time("Only summaries covering a time after this."),
+            "time_before": _time("Only summaries covering a time before this."),
+        },
+        ["query"],
+    ),
+    "entity_query": _tool(
+        "entity_query",
+        "Look up persistent entities (objects, people, landmarks) by name, type, area or last "
+        "sighting: their position, type and how often they were seen. Use for 'how often did "
+        "I see Maria', 'which chairs are there', 'where was the red chair last seen'. Do NOT "
+        "use for events or descriptions (use semantic_search); if nothing is found, try "
+        "semantic_search or locate.",
+        {
+            "name": {
+                "type": "string",
+                "description": "Part of the entity name, any case ('chair').",
+            },
+            "entity_type": {
+                "type": "string",
+                "description": "Entity type, any case ('furniture', 'person').",
+            },
+            "near_x": _NEAR_X,
+            "near_y": _NEAR_Y,
+            "spatial_radius": _SPATIAL_RADIUS,
+            "last_seen_after": _time("Only entities seen after this time."),
+            "n_results": _N_RESULTS,
+        },
+        [],
+    ),
+    "locate": _tool(
+        "locate",
+        "Estimate WHERE something is: a position (x, y, z) and a radius, from the memories "
+        "that match it best (weak matches are ignored). Use for 'where is the kitchen', 'find "
+        "the charging station'. Do NOT use to list memories (use semantic_search) or for "
+        "memories without real coordinates.",
+        {
+            "concept": _required_text("What to locate, in natural language."),
+            "n_results": {
+                **_N_RESULTS,
+                "description": "How many matching memories to consider for the estimate.",
+            },
+            "layer": _LAYER,
+            "time_after": _time("Only memories from after this time."),
+            "time_before": _time("Only memories from before this time."),
+            "include_body_state": _BODY,
+        },
+        ["concept"],
+    ),
+    "recall": _tool(
+        "recall",
+        "Tell everything about a PLACE or thing with a location: locates it, then gathers the "
+        "observations, summaries and entities around it. Use for 'describe the kitchen', "
+        "'everything about Maria's desk'; several things in one request are each recalled. "
+        "Do NOT use for abstract topics or memories without coordinates (use "
+        "semantic_search).",
+        {
+            "query": _required_text("What to recall, in natural language."),
+            "n_results": {**_N_RESULTS, "description": "Items per section."},
+            "radius_multiplier": {
+                "type": "number",
+                "default": 1.5,
+                "exclusiveMinimum": 0,
+                "description": "Multiplier on the located radius for gathering (at least 2 m).",
+            },
+            "include_body_state": _BODY,
+        },
+        ["query"],
+    ),
+    "body_status": _tool(
+        "body_status",
+        "Report the robot's OWN state: the latest reading of each body-state layer and its "
+        "age. Use for battery level, CPU temperature, joint health. Do NOT use for anything "
+        "in the environment.",
+        {
+            "layers": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Body-state layers to report (e.g. ['battery']); omit for all.",
+            },
+        },
+        [],
+    ),
+}
+"""The ten retrieval tools."""
+
+ACTION_SCHEMAS: dict[str, dict[str, Any]] = {
+    "store_specific_memory": _tool(
+        "store_specific_memory",
+        "Write a note into memory (a fact to keep: 'the keys are in the blue bowl'), at the "
+        "robot's current position unless x, y are given. Do NOT use to search memory.",
+        {
+            "content": _required_text("The note to remember."),
+            "layer_name": {
+                "type": "string",
+                "default": "agent_notes",
+                "minLength": 1,
+                "description": "Layer to store the note in.",
+            },
+            "x": {"type": "number", "description": "X of the note (default: current position)."},
+            "y": {"type": "number", "description": "Y of the note (default: current position)."},
+            "z": {"type": "number", "description": "Z of the note (default: current position)."},
+        },
+        ["content"],
+    ),
+    "start_episode": _tool(
+        "start_episode",
+        "Start a new episode (task); later observations belong to it. An active episode is "
+        "ended first.",
+        {"name": _required_text("Name of the task, e.g. 'patrol kitchen'.")},
+        ["name"],
+    ),
+    "end_episode": _tool(
+        "end_episode",
+        "End the current episode (task).",
+        {},
+        [],
+    ),
+}
+"""The write-side actions offered to planners."""
+
+ALL_SCHEMAS: dict[str, dict[str, Any]] = {**TOOL_SCHEMAS, **ACTION_SCHEMAS}
+
+
+class ToolArgumentError(InvalidInputError):
+    """A tool was called with an unknown, missing or mistyped argument."""
+
+
+def tool_definitions(include_actions: bool = False) -> list[dict[str, Any]]:
+    """The tools in OpenAI function-calling form (deep copies, safe to modify)."""
+    schemas = ALL_SCHEMAS if include_actions else TOOL_SCHEMAS
+    return [{"type": "function", "function": copy.deepcopy(s)} for s in schemas.values()]
+
+
+def _no_bool(value: Any) -> Any:
+    # JSON true is not a number here (pydantic would read it as 1).
+    if isinstance(value, bool):
+        raise ValueError("Input should be a number, not a boolean")
+    return value
+
+
+def _field_type(spec: dict[str, Any]) -> Any:
+    kind = spec["type"]
+    if "enum" in spec:
+        return Literal[tuple(spec["enum"])]
+    if kind == ["string", "number"]:
+        return Annotated[str | float, BeforeValidator(_no_bool)]
+    scalar = {"string": str, "integer": int, "number": float, "boolean": bool}
+    if kind in ("integer", "number"):
+        return Annotated[scalar[kind], BeforeValidator(_no_bool)]
+    if kind == "array":
+        if spec["items"]["type"] != "string":
+            raise TypeError(f"unsupported array items in tool schema: {spec['items']}")
+        return list[str]
+    return scalar[kind]
+
+
+def _field(spec: dict[str, Any], required: bool) -> tuple[Any, Any]:
+    constraints: dict[str, Any] = {}
+    for keyword, argument in (
+        ("minimum", "ge"),
+        ("maximum", "le"),
+        ("exclusiveMinimum", "gt"),
+        ("minLength", "min_length"),
+        ("pattern", "pattern"),
+    ):
+        if keyword in spec:
+            constraints[argument] = spec[keyword]
+    annotation = _field_type(spec)
+    if required:
+        return annotation, Field(..., **constraints)
+    if "default" in spec:
+        return annotation, Field(spec["default"], **constraints)
+    return annotation | None, Field(None, **constraints)
+
+
+@functools.cache
+def arguments_model(tool: str) -> type[BaseModel]:
+    """The pydantic model of ``tool``'s arguments, generated from its schema."""
+    parameters = ALL_SCHEMAS[tool]["parameters"]
+    required = set(parameters["required"])
+    fields: dict[str, Any] = {
+        name: _field(spec, name in required) for name, spec in parameters["properties"].items()
+    }
+    config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    return create_model(f"{tool}_arguments", __config__=config, **fields)
+
+
+def validate_arguments(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Check ``arguments`` against the tool's schema; returns every parameter's value (given or
+    default). A None value means "not given".
+
+    Raises:
+        ToolArgumentError: unknown tool, unknown or missing argument, wrong type or bound; the
+            message names the tool and the argument.
+    """
+    if tool not in ALL_SCHEMAS:
+        raise ToolArgumentError(f"unknown tool {tool!r}; available: {', '.join(ALL_SCHEMAS)}")
+    given = {key: value for key, value in arguments.items() if value is not None}
+    model = arguments_model(tool)
+    try:
+        return dict(model.model_validate(given))
+    except ValidationError as exc:
+        raise ToolArgumentError(_describe(tool, exc)) from None
+
+
+def _describe(tool: str, exc: ValidationError) -> str:
+    accepted = ", ".join(ALL_SCHEMAS[tool]["parameters"]["properties"]) or "none"
+    problems = []
+    for error in exc.errors():
+        where = str(error["loc"][0]) if error["loc"] else "arguments"
+        if error["type"] == "extra_forbidden":
+            problems.append(f"unknown argument {where!r} (accepted: {accepted})")
+        elif error["type"] == "missing":
+            problems.append(f"missing required argument {where!r}")
+        else:
+            shown = repr(error.get("input"))
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            problems.append(f"argument {where!r}: {error['msg']} (got {shown})")
+    return f"{tool}: " + "; ".join(problems)

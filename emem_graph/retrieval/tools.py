@@ -1,0 +1,521 @@
+"""The ten retrieval tools and the planner actions, as methods returning API.md's text.
+
+Every method validates its arguments against the schema in schemas.py (through
+``@tool_method``), flushes the memory, reads through the store's prefiltered primitives and the
+named graph queries, and formats with formatting.py. Body-state (interoception) observations are
+left out of the perception tools unless ``include_body_state`` is set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from emem_graph.errors import InvalidInputError
+from emem_graph.models import AGENT_NOTE, INTEROCEPTION, Entity, Gist
+from emem_graph.retrieval import graph_reads
+from emem_graph.retrieval.dispatch import dispatch_tool_call, tool_method
+from emem_graph.retrieval.formatting import (
+    format_body_status,
+    format_by_layer,
+    format_episode,
+    format_gist,
+    format_record,
+    numbered,
+    source_label,
+)
+from emem_graph.retrieval.graph_reads import Circle
+from emem_graph.retrieval.locate import estimate_location
+from emem_graph.retrieval.schemas import tool_definitions
+from emem_graph.retrieval.search import HybridSearch, split_request
+from emem_graph.retrieval.timeparse import parse_optional_time
+from emem_graph.storage.vectors import VectorFilter
+
+if TYPE_CHECKING:
+    from emem_graph.config import MemoryConfig
+    from emem_graph.storage.store import MemoryStore
+
+CONSOLIDATED_HEADER = "(Observations consolidated — showing summaries)"
+MIN_RECALL_RADIUS = 2.0
+"""Metres: recall gathers at least this far around the located place."""
+CONTEXT_LIMIT = 10
+"""Items per section of get_current_context."""
+
+
+class ToolHost(Protocol):
+    """What the tools need from the memory facade."""
+
+    config: MemoryConfig
+
+    def flush(self) -> int: ...
+
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+    @property
+    def current_position(self) -> np.ndarray | None: ...
+
+    @property
+    def active_episode_id(self) -> str | None: ...
+
+    def add(
+        self,
+        text: str,
+        x: float,
+        y: float,
+        z: float = 0.0,
+        timestamp: float | None = None,
+        layer_name: str = "default",
+        source_type: str = "manual",
+        confidence: float = 1.0,
+        metadata: dict[str, Any] | None = None,
+        embedding: Any = None,
+    ) -> str: ...
+
+    def start_episode(
+        self,
+        name: str,
+        metadata: dict[str, Any] | None = None,
+        parent_episode_id: str | None = None,
+    ) -> str: ...
+
+    def end_episode(self, consolidate: bool = True) -> str | None: ...
+
+
+class RetrievalTools:
+    """The tools of one memory.
+
+    Args:
+        host: the memory facade (flush, embed, position, writes).
+        store: its store (typed reads).
+        clock: its clock; relative times and ages are measured on it.
+    """
+
+    def __init__(self, host: ToolHost, store: MemoryStore, clock: Callable[[], float]) -> None:
+        self._host = host
+        self._store = store
+        self._clock = clock
+        self._search = HybridSearch(store, host.embed, host.config, clock)
+
+    def flush_before_tool(self) -> None:
+        """Make every added observation visible to the tool about to run."""
+        self._host.flush()
+
+    # --- the ten tools -------------------------------------------------------------------------
+
+    @tool_method
+    def semantic_search(
+        self,
+        query: str,
+        n_results: int = 10,
+        layer: str | None = None,
+        time_after: str | float | None = None,
+        time_before: str | float | None = None,
+        near_x: float | None = None,
+        near_y: float | None = None,
+        spatial_radius: float | None = None,
+        episode_id: str | None = None,
+        include_body_state: bool = False,
+    ) -> str:
+        """Hybrid search over observations, gists and entities; multi-part requests are
+        searched part by part. All filters are prefilters."""
+        now = self._clock()
+        where = _filter(
+            layer=layer,
+            time_after=parse_optional_time(time_after, now, name="time_after"),
+            time_before=parse_optional_time(time_before, now, name="time_before"),
+            circle=_circle(near_x, near_y, spatial_radius),
+            episode_id=episode_id,
+            include_body_state=include_body_state,
+        )
+        hits = self._search.search_request(query, n_results, where)
+        if not hits:
+            return "No results found."
+        return numbered([format_record(hit.record) for hit in hits])
+
+    @tool_method
+    def spatial_query(
+        self,
+        x: float,
+        y: float,
+        z: float = 0.0,
+        radius: float = 2.0,
+        layer: str | None = None,
+        time_after: str | float | None = None,
+        time_before: str | float | None = None,
+        n_results: int = 10,
+        include_body_state: bool = False,
+    ) -> str:
+        """Observations within ``radius`` (horizontal) of (x, y), nearest first."""
+        now = self._clock()
+        found = graph_reads.observations_near(
+            self._store,
+            Circle(x, y, radius),
+            layer=layer,
+            time_after=parse_optional_time(time_after, now, name="time_after"),
+            time_before=parse_optional_time(time_before, now, name="time_before"),
+            include_body_state=include_body_state,
+            limit=n_results,
+        )
+        if not found:
+            return "No observations found."
+        return numbered([format_record(o) for o in found])
+
+    @tool_method
+    def temporal_query(
+        self,
+        time_after: str | float | None = None,
+        time_before: str | float | None = None,
+        last_n_minutes: float | None = None,
+        layer: str | None = None,
+        near_x: float | None = None,
+        near_y: float | None = None,
+        spatial_radius: float | None = None,
+        order: str = "newest",
+        n_results: int = 10,
+        include_body_state: bool = False,
+    ) -> str:
+        """Observations in a time window (and area, layer), newest or oldest first; the
+        window's gists when its observations were consolidated."""
+        now = self._clock()
+        after = parse_optional_time(time_after, now, name="time_after")
+        before = parse_optional_time(time_before, now, name="time_before")
+        if last_n_minutes is not None:
+            recent = now - last_n_minutes * 60.0
+            after = recent if after is None else max(after, recent)
+        window: dict[str, Any] = {
+            "time_after": after,
+            "time_before": before,
+            "layer": layer,
+            "circle": _circle(near_x, near_y, spatial_radius),
+            "newest_first": order == "newest",
+            "limit": n_results,
+        }
+        found = graph_reads.observations_in_window(
+            self._store, include_body_state=include_body_state, **window
+        )
+        if found:
+            return numbered([format_record(o) for o in found])
+        gists = graph_reads.gists_in_window(self._store, **window)
+        if gists:
+            return CONSOLIDATED_HEADER + "\n" + numbered([format_gist(g) for g in gists])
+        return "No observations found."
+
+    @tool_method
+    def episode_summary(
+        self, episode_id: str | None = None, task_name: str | None = None, last_n: int = 1
+    ) -> str:
+        """Status, summary and observation span of an episode, of the episodes whose name
+        contains ``task_name``, or of the ``last_n`` most recent ones."""
+        if episode_id is not None:
+            found = self._store.get_episode(episode_id)
+            episodes = [found] if found is not None else []
+        else:
+            limit = max(last_n, 10) if task_name is not None else last_n
+            episodes = graph_reads.recent_episodes(self._store, name=task_name, limit=limit)
+        if not episodes:
+            return "No episodes found."
+        lines = []
+        for episode in episodes:
+            span = graph_reads.episode_span(self._store, episode.id)
+            if span is None:
+                lines.append(format_episode(episode, 0, None, None))
+            else:
+                lines.append(format_episode(episode, span.count, span.first, span.last))
+        return "\n".join(lines)
+
+    @tool_method
+    def get_current_context(self, radius: float = 3.0, include_recent_minutes: float = 5.0) -> str:
+        """Position, nearby observations, area summaries, nearby entities, recent observations
+        and the body status block."""
+        now = self._clock()
+        parts: list[str] = []
+        position = self._host.current_position
+        if position is not None:
+            x, y = float(position[0]), float(position[1])
+            parts.append(f"Position: ({x:.1f}, {y:.1f})")
+            nearby = graph_reads.observations_near(
+                self._store, Circle(x, y, radius), limit=CONTEXT_LIMIT
+            )
+            if nearby:
+                parts.append(f"Nearby ({radius}m):")
+                parts.extend(format_by_layer(nearby, with_coordinates=False))
+            gists, entities = graph_reads.context_around(
+                self._store, Circle(x, y, radius), limit=CONTEXT_LIMIT
+            )
+            if gists:
+                parts.append("Area summaries:")
+                parts.extend(f"  - {g.text}" for g in gists)
+            if entities:
+                parts.append("Nearby entities:")
+                parts.extend(f"  - {_entity_short(e)}" for e in entities)
+        recent = graph_reads.observations_in_window(
+            self._store,
+            time_after=now - include_recent_minutes * 60.0,
+            time_before=None,
+            limit=CONTEXT_LIMIT,
+        )
+        if recent:
+            parts.append(f"Recent ({include_recent_minutes}min):")
+            parts.extend(format_by_layer(recent, with_coordinates=True))
+        body = graph_reads.latest_body_state(self._store)
+        if body:
+            parts.append(format_body_status(body, now))
+        return "\n".join(parts) if parts else "No context available."
+
+    @tool_method
+    def search_gists(
+        self,
+        query: str,
+        n_results: int = 10,
+        time_after: str | float | None = None,
+        time_before: str | float | None = None,
+    ) -> str:
+        """Hybrid search over the consolidated summaries only."""
+        now = self._clock()
+        where = _filter(
+            kinds=("gist",),
+            time_after=parse_optional_time(time_after, now, name="time_after"),
+            time_before=parse_optional_time(time_before, now, name="time_before"),
+        )
+        hits = self._search.search(query, n_results, where)
+        gists = [hit.record for hit in hits if isinstance(hit.record, Gist)]
+        if not gists:
+            return "No gists found."
+        return numbered([format_gist(g) for g in gists])
+
+    @tool_method
+    def entity_query(
+        self,
+        name: str | None = None,
+        entity_type: str | None = None,
+        near_x: float | None = None,
+        near_y: float | None = None,
+        spatial_radius: float | None = None,
+        last_seen_after: str | float | None = None,
+        n_results: int = 10,
+    ) -> str:
+        """Entities by name substring, type, area and last sighting."""
+        entities = graph_reads.find_entities(
+            self._store,
+            name=name,
+            entity_type=entity_type,
+            last_seen_after=parse_optional_time(
+                last_seen_after, self._clock(), name="last_seen_after"
+            ),
+            circle=_circle(near_x, near_y, spatial_radius),
+            limit=n_results,
+        )
+        if not entities:
+            return "No entities found."
+        return numbered([format_record(e) for e in entities])
+
+    @tool_method
+    def locate(
+        self,
+        concept: str,
+        n_results: int = 10,
+        layer: str | None = None,
+        time_after: str | float | None = None,
+        time_before: str | float | None = None,
+        include_body_state: bool = False,
+    ) -> str:
+        """Where ``concept`` is: a relevance-weighted estimate from the strong matches."""
+        now = self._clock()
+        where = _filter(
+            layer=layer,
+            time_after=parse_optional_time(time_after, now, name="time_after"),
+            time_before=parse_optional_time(time_before, now, name="time_before"),
+            include_body_state=include_body_state,
+        )
+        vector = self._search.embed([concept])[0]
+        estimate = estimate_location(self._search.dense(vector, n_results, where))
+        if estimate is None:
+            return "Could not locate: no matching memories found."
+        sources: dict[str, int] = {}
+        for record, _ in estimate.hits:
+            label = source_label(record)
+            sources[label] = sources.get(label, 0) + 1
+        summary = ", ".join(f"{count}x {label}" for label, count in sorted(sources.items()))
+        lines = [
+            f"Location: ({estimate.x:.1f}, {estimate.y:.1f}, {estimate.z:.1f})",
+            f"Radius: {estimate.radius:.1f}m",
+            f"Based on: {len(estimate.hits)} memories ({summary})",
+        ]
+        lines.extend(f"  {format_record(record)}" for record, _ in estimate.hits[:3])
+        return "\n".join(lines)
+
+    @tool_method
+    def recall(
+        self,
+        query: str,
+        n_results: int = 10,
+        radius_multiplier: float = 1.5,
+        include_body_state: bool = False,
+    ) -> str:
+        """Everything around the place a query is located at (each part of a multi-part
+        query separately): observations, the gists that summarize them or lie there, and the
+        entities seen in them or placed there."""
+        parts = split_request(query)
+        where = _filter(include_body_state=include_body_state)
+        vectors = self._search.embed(parts)
+        blocks: list[str] = []
+        missing: list[str] = []
+        for part, vector in zip(parts, vectors, strict=True):
+            estimate = estimate_location(self._search.dense(vector, n_results, where))
+            if estimate is None:
+                missing.append(part)
+                continue
+            circle = Circle(
+                estimate.x,
+                estimate.y,
+                max(estimate.radius * radius_multiplier, MIN_RECALL_RADIUS),
+            )
+            label = query if len(parts) == 1 else part
+            blocks.append(self._recall_block(label, circle, n_results, include_body_state))
+        if not blocks:
+            return f"No memories found for: {query}"
+        blocks.extend(f"No memories found for: {part}" for part in missing)
+        return "\n".join(blocks)
+
+    @tool_method
+    def body_status(self, layers: list[str] | None = None) -> str:
+        """The latest reading with text of each body-state layer, with its age."""
+        readings = graph_reads.latest_body_state(self._store, layers)
+        return format_body_status(readings, self._clock())
+
+    # --- planner actions -----------------------------------------------------------------------
+
+    @tool_method
+    def store_specific_memory(
+        self,
+        content: str,
+        layer_name: str = "agent_notes",
+        x: float | None = None,
+        y: float | None = None,
+        z: float | None = None,
+    ) -> str:
+        """Remember a note at (x, y, z), by default the current position."""
+        position = self._host.current_position
+        here = np.zeros(3) if position is None else position
+        px, py, pz = (
+            float(here[i]) if value is None else value for i, value in enumerate((x, y, z))
+        )
+        note_id = self._host.add(content, px, py, pz, layer_name=layer_name, source_type=AGENT_NOTE)
+        return f"Stored memory {note_id} in [{layer_name}] at ({px:.1f}, {py:.1f}, {pz:.1f})."
+
+    @tool_method
+    def start_episode(self, name: str) -> str:
+        """Start an episode (ending an active one first)."""
+        episode_id = self._host.start_episode(name)
+        return f"Started episode '{name.strip()}' (id {episode_id})."
+
+    @tool_method
+    def end_episode(self) -> str:
+        """End the active episode."""
+        episode_id = self._host.end_episode()
+        if episode_id is None:
+            return "No active episode."
+        episode = self._store.get_episode(episode_id)
+        name = episode.name if episode is not None else episode_id
+        return f"Ended episode '{name}' (id {episode_id})."
+
+    # --- definitions and dispatch --------------------------------------------------------------
+
+    def definitions(self, include_actions: bool = False) -> list[dict[str, Any]]:
+        """The tools (and optionally the planner actions) in OpenAI function-calling form."""
+        return tool_definitions(include_actions)
+
+    def dispatch(self, tool_name: Any, arguments: Any = None) -> str:
+        """Run a tool by name; returns its text or one line ``Error: ...``, never raises."""
+        return dispatch_tool_call(self, tool_name, arguments)
+
+    def for_registration(
+        self, include_actions: bool = False
+    ) -> list[tuple[Callable[..., str], dict[str, Any]]]:
+        """(callable, definition) pairs for frameworks that register tools one by one."""
+        return [
+            (getattr(self, definition["function"]["name"]), definition)
+            for definition in tool_definitions(include_actions)
+        ]
+
+    # --- internals -----------------------------------------------------------------------------
+
+    def _recall_block(self, label: str, circle: Circle, n: int, include_body_state: bool) -> str:
+        observations = graph_reads.observations_near(
+            self._store, circle, include_body_state=include_body_state, limit=n
+        )
+        links = graph_reads.recall_links(self._store, circle)
+        area_gists, area_entities = graph_reads.context_around(self._store, circle, limit=n)
+        gists: list[Gist] = _first_unique(
+            graph_reads.gists_by_id(self._store, [g.id for g in links.gists[:n]]) + area_gists, n
+        )
+        entities: list[Entity] = _first_unique(
+            graph_reads.entities_by_id(self._store, [e.id for e in links.entities[:n]])
+            + area_entities,
+            n,
+        )
+        lines = [
+            f"About '{label}' — location ({circle.x:.1f}, {circle.y:.1f}), "
+            f"radius {circle.radius:.1f}m:"
+        ]
+        if observations:
+            lines.append("Observations:")
+            lines.extend(format_by_layer(observations, with_coordinates=True))
+        if gists:
+            lines.append("Summaries:")
+            lines.extend(f"  [{g.layer_name or 'cross-layer'}] {g.text}" for g in gists)
+        if entities:
+            lines.append("Entities:")
+            lines.extend(f"  {_entity_short(e)}" for e in entities)
+        return "\n".join(lines)
+
+
+def _circle(x: float | None, y: float | None, radius: float | None) -> Circle | None:
+    given = [v is not None for v in (x, y, radius)]
+    if not any(given):
+        return None
+    if not all(given):
+        raise InvalidInputError(
+            "near_x, near_y and spatial_radius go together: give all three or none"
+        )
+    return Circle(float(x), float(y), float(radius))  # type: ignore[arg-type]
+
+
+def _filter(
+    *,
+    kinds: tuple[str, ...] | None = None,
+    layer: str | None = None,
+    time_after: float | None = None,
+    time_before: float | None = None,
+    circle: Circle | None = None,
+    episode_id: str | None = None,
+    include_body_state: bool = False,
+) -> VectorFilter:
+    """The prefilter of a perception search: archived rows never, body state only on request."""
+    return VectorFilter(
+        kinds=kinds,
+        layers=None if layer is None else (layer,),
+        exclude_source_types=None if include_body_state else (INTEROCEPTION,),
+        exclude_tiers=("archived",),
+        episode_id=episode_id,
+        time_after=time_after,
+        time_before=time_before,
+        center=None if circle is None else (circle.x, circle.y),
+        radius=None if circle is None else circle.radius,
+    )
+
+
+def _entity_short(entity: Entity) -> str:
+    return f"[{entity.entity_type or 'object'}] {entity.name} (seen {entity.observation_count}x)"
+
+
+def _first_unique(records: list[Any], n: int) -> list[Any]:
+    seen: set[str] = set()
+    unique: list[Any] = []
+    for record in records:
+        if record.id not in seen and len(unique) < n:
+            seen.add(record.id)
+            unique.append(record)
+    return unique

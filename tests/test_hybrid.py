@@ -1,0 +1,246 @@
+"""Hybrid retrieval: keyword + vectors fused by rank, prefilters, multi-part requests, recency,
+and locate's strong-hit estimate. Real LanceDB and MiniLM."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+from conftest import SimClock
+
+from emem_graph.models import Observation
+from emem_graph.retrieval.locate import estimate_location, strong_hits
+from emem_graph.retrieval.search import (
+    Scored,
+    keyword_query,
+    merge_parts,
+    reciprocal_rank_fusion,
+    split_request,
+)
+from emem_graph.retrieval.tools import _filter
+
+QUIET = {
+    "entity_extract_flush_interval": 10**6,
+    "entity_extract_time_interval": 1e9,
+    "maintenance_interval": None,
+}
+"""No background entity extraction or maintenance: each test ranks exactly what it wrote."""
+
+# --- request parsing and fusion (pure) -----------------------------------------------------------
+
+
+def test_keyword_query_keeps_the_content_words_of_a_question():
+    assert keyword_query("Where is the red chair?") == "red chair"
+    assert keyword_query("is it there?") == ""
+
+
+@pytest.mark.parametrize(
+    ("request_text", "parts"),
+    [
+        (
+            "put my gift vase and the black book from grandma on the shelf",
+            ["put my gift vase", "the black book from grandma on the shelf"],
+        ),
+        ("the cup, then the kettle", ["the cup", "the kettle"]),
+        ("Find the keys. Also the wallet!", ["find the keys", "the wallet"]),
+        ("apples, pears and plums", ["apples", "pears", "plums"]),
+        ("where is the red chair?", ["where is the red chair?"]),
+        ("the cup and then", ["the cup and then"]),  # one meaningful part: not split
+    ],
+)
+def test_split_request_into_parts(request_text, parts):
+    assert split_request(request_text) == parts
+
+
+def test_reciprocal_rank_fusion_rewards_agreement():
+    fused = reciprocal_rank_fusion([["a", "b", "c"], ["b", "c", "a"]], k=60)
+    assert max(fused, key=fused.__getitem__) == "b"
+    assert fused["b"] == pytest.approx(1 / 62 + 1 / 61)
+
+
+def _scored(ids: list[str]) -> list[Scored]:
+    return [
+        Scored(Observation(id=i, text=i, x=0, y=0, timestamp=0), 1.0 / (n + 1))
+        for n, i in enumerate(ids)
+    ]
+
+
+def test_merge_parts_puts_every_part_in_the_top_n():
+    whole = _scored(["a1", "a2", "a3", "a4"])  # the whole request finds one part's things
+    merged = merge_parts(whole, [_scored(["a1", "a2", "a3"]), _scored(["b1", "b2"])], n=3, rrf_k=60)
+    assert [s.record.id for s in merged][:2] == ["a1", "b1"]
+    assert len(merged) == 3
+
+
+# --- hybrid search on a real store ---------------------------------------------------------------
+
+DISTRACTORS = [
+    "where is the kitchen?",
+    "where is the red car parked",
+    "where did I leave the remote control",
+    "a wooden chair in the dining room",
+    "a blue armchair near the window",
+    "a red apple in the fruit bowl",
+    "where is the bathroom",
+    "the office chair is broken",
+]
+
+
+def test_keyword_search_finds_the_red_chair_in_a_question(make_memory):
+    mem = make_memory(**QUIET)
+    for i, text in enumerate(DISTRACTORS * 3):
+        mem.add(text, float(i), 0.0)
+    target = mem.add("inventory: lamp, red chair, cable box, bucket, ladder", 50.0, 50.0)
+    searcher = mem.tools._search
+    where = _filter()
+
+    keyword_hits = mem.store.keyword(keyword_query("where is the red chair?"), 5, where)
+    assert keyword_hits[0][1].id == target  # the only text with both words
+    hybrid = [s.record.id for s in searcher.search("where is the red chair?", 5, where)]
+    assert target in hybrid[:3]
+    assert "inventory: lamp, red chair" in mem.semantic_search("where is the red chair?", 3)
+
+
+def test_hybrid_finds_a_rare_code_word_the_vectors_miss(make_memory):
+    mem = make_memory(**QUIET)
+    for i, text in enumerate(DISTRACTORS * 2):
+        mem.add(text, float(i), 0.0)
+    mem.add("crate QX7731 is stacked behind the forklift", 5.0, 5.0)
+    assert "QX7731" in mem.semantic_search("where is QX7731?", n_results=1)
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory, minilm):
+    """2,000 observations on a 100 m x 100 m square, 1% of them in layer 'rare'."""
+    from emem_graph import MemoryConfig, SpatioTemporalMemory
+
+    rng = np.random.default_rng(7)
+    texts = ["a cardboard box", "a potted plant", "a closed door", "a coffee mug", "a person"]
+    vectors = minilm.embed(texts)
+    config = MemoryConfig(
+        db_path=str(tmp_path_factory.mktemp("grid") / "m"), flush_batch_size=500, **QUIET
+    )
+    mem = SpatioTemporalMemory(
+        config=config, embedding_provider=minilm, get_current_time=SimClock()
+    )
+    points = rng.uniform(0.0, 100.0, size=(2000, 2))
+    for i, (x, y) in enumerate(points):
+        k = i % len(texts)
+        layer = "rare" if i % 100 == 0 else "camera"
+        mem.add(texts[k], float(x), float(y), timestamp=float(i), layer_name=layer,
+                embedding=vectors[k])  # fmt: skip
+    mem.flush()
+    yield mem, points
+    mem.close()
+
+
+def test_area_filter_is_a_prefilter_returning_n_hits_from_one_percent(grid):
+    mem, points = grid
+    radius = math.sqrt(100 * 100 * 0.01 / math.pi)  # a circle of 1% of the square
+    cx, cy = 37.0, 61.0
+    inside = int((np.hypot(points[:, 0] - cx, points[:, 1] - cy) <= radius).sum())
+    assert inside >= 10
+    out = mem.semantic_search("a coffee mug", n_results=10, near_x=cx, near_y=cy,
+                              spatial_radius=radius)  # fmt: skip
+    rows = out.splitlines()
+    assert len(rows) == 10
+    for row in rows:
+        x, y = (float(v) for v in re.search(r"\((-?[\d.]+),(-?[\d.]+)\)", row).groups())
+        assert math.hypot(x - cx, y - cy) <= radius + 0.06  # positions print with one decimal
+
+
+def test_layer_and_time_filters_are_prefilters(grid):
+    mem, _ = grid
+    rows = mem.semantic_search("a person", n_results=15, layer="rare").splitlines()
+    assert len(rows) == 15 and all(r.split(". ", 1)[1].startswith("[rare]") for r in rows)
+    late = mem.semantic_search("a person", n_results=10, time_after=1990.0).splitlines()
+    assert len(late) == 10  # the last 10 observations, whatever their text
+
+
+def test_two_part_request_returns_hits_for_both_parts_in_top_5(make_memory):
+    mem = make_memory(**QUIET)
+    for i, text in enumerate(
+        [
+            "a gift vase on the shelf",
+            "the gift vase from the wedding on the top shelf",
+            "an empty vase on the shelf",
+            "a gift box on the shelf",
+            "a small vase on a shelf in the hall",
+            "the shelf above the sofa",
+            "a ceramic vase, a gift from Anna",
+            "a shelf with picture frames",
+        ]
+    ):
+        mem.add(text, float(i), 0.0)
+    book = mem.add("a black book from grandma lying on the nightstand", 20.0, 5.0)
+    mem.add("a cookbook in the kitchen drawer", 3.0, 9.0)
+    request = "put my gift vase and the black book from grandma on the shelf"
+
+    whole = [s.record.id for s in mem.tools._search.search(request, 5, _filter())]
+    split = mem.semantic_search(request, n_results=5).splitlines()
+
+    assert book not in whole  # the whole request is dominated by shelves and vases
+    assert any("black book from grandma" in row for row in split)
+    assert any("vase" in row for row in split)
+    assert len(split) == 5
+
+
+def test_then_request_represents_both_things(make_memory):
+    mem = make_memory(**QUIET)
+    for i, text in enumerate(["a blue cup", "a cup of tea", "a paper cup", "a cup holder"]):
+        mem.add(text, float(i), 0.0)
+    mem.add("an electric kettle on the stove", 9.0, 9.0)
+    out = mem.semantic_search("the cup, then the kettle", n_results=2)
+    assert "kettle" in out and "cup" in out
+
+
+def test_recency_weight_prefers_newer_memories(make_memory):
+    clock = SimClock(0.0)
+    mem = make_memory(clock=clock, recency_weight=0.5, recency_halflife=60.0, **QUIET)
+    mem.add("a green umbrella", 0.0, 0.0, timestamp=0.0)
+    mem.add("a green umbrella", 9.0, 9.0, timestamp=600.0)
+    clock.now = 600.0
+    assert mem.semantic_search("green umbrella", n_results=1).startswith("1. [default] (9.0,9.0)")
+    plain = make_memory(name="plain", clock=clock, **QUIET)
+    plain.add("a green umbrella", 0.0, 0.0, timestamp=600.0)
+    plain.add("a green umbrella by the door", 9.0, 9.0, timestamp=0.0)
+    # Without recency the closer text wins even though it is older.
+    assert plain.semantic_search("green umbrella", n_results=1).startswith("1. [default] (0.0,0.0)")
+
+
+# --- locate --------------------------------------------------------------------------------------
+
+
+def test_locate_lands_on_the_strong_match_not_the_mean_of_weak_ones(make_memory):
+    mem = make_memory(**QUIET)
+    rng = np.random.default_rng(3)
+    weak = [
+        "a stack of newspapers", "a pair of running shoes", "a bowl of oranges",
+        "a window with open curtains", "a laptop on the desk", "a guitar in the corner",
+        "a basket of laundry", "a painting of a boat", "a bag of dog food", "a floor lamp",
+    ]  # fmt: skip
+    for i in range(30):
+        x, y = rng.uniform(-50, 50, size=2)
+        mem.add(weak[i % len(weak)], float(x), float(y))
+    mem.add("a red fire extinguisher mounted by the garage door", 40.0, -35.0)
+
+    out = mem.locate("fire extinguisher", n_results=10)
+    x, y, _ = (float(v) for v in re.match(r"Location: \((.+), (.+), (.+)\)", out).groups())
+
+    assert math.hypot(x - 40.0, y + 35.0) < 1.0
+    assert re.search(r"^Based on: \d+ memories \(.*1x default.*\)$", out, re.MULTILINE)
+
+
+def test_strong_hits_cut_relative_to_the_best_and_weights_favour_it():
+    def obs(x: float) -> Observation:
+        return Observation(id=str(x), text="t", x=x, y=0.0, timestamp=0.0)
+
+    hits = [(obs(0.0), 0.80), (obs(2.0), 0.75), (obs(50.0), 0.40), (obs(-50.0), 0.30)]
+    assert [r.x for r, _ in strong_hits(hits)] == [0.0, 2.0]
+    estimate = estimate_location(hits)
+    assert estimate is not None
+    assert 0.0 < estimate.x < 1.0  # pulled towards the best hit
+    assert estimate.radius >= 1.0
+    assert estimate_location([]) is None
