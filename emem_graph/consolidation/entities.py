@@ -1,0 +1,379 @@
+"""EntityResolver: merges sightings into persistent entities, in place.
+
+A sighting (a name seen at a place and time, usually in one observation) merges into an existing
+entity when all three tests pass:
+
+1. the names match: their embeddings' cosine similarity reaches entity_similarity_threshold, or
+   one name is the other with more detail ("chair" and "red chair": names.compatible);
+2. the entity's position estimate is within entity_spatial_radius;
+3. the context gate, when the names alone are ambiguous (two bare nouns such as "chair" and
+   "chair", or a match by embedding similarity only; a modifier on either side, as in "grey
+   sofa" for "sofa", is evidence enough): when the sighting comes from descriptive text (not a
+   detection list), its text embedding must reach entity_text_similarity_threshold against one
+   of the entity's recent descriptive contexts *of the same layer*; texts of different layers
+   (a detector's label list, a captioner's sentence) are not comparable, and an entity with no
+   such context passes. Paraphrases of one object's caption measure 0.45-0.85 with MiniLM, so
+   gating every merge would split objects whose captions vary.
+
+Among the entities that pass, the best name match nearest by is chosen. Merging updates the
+entity in place: the position is the running mean of its sightings (not the latest one), the
+count and first/last seen update, a more specific name replaces a vaguer one, and its vector row
+is replaced (never a second, dead vector). Each sighting's observation gets an OBSERVED_IN edge;
+entities sharing an observation get their COOCCURS_WITH count incremented (one edge per unordered
+pair, stored from the smaller id to the larger). A batch is one graph transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections import OrderedDict, defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from emem_graph.consolidation import names, reads
+from emem_graph.consolidation.detections import is_detection_text
+from emem_graph.consolidation.extractive import Embed
+from emem_graph.models import Entity
+from emem_graph.storage.changes import GraphChange
+from emem_graph.storage.records import entity_params, entity_vector
+
+if TYPE_CHECKING:
+    from emem_graph.storage.store import MemoryStore
+
+CONTEXTS_PER_LAYER = 4
+"""Recent descriptive contexts kept per entity and layer for the context gate."""
+CONTEXT_LOOKBACK = 24
+"""Latest sightings read from the graph to rebuild an entity's contexts after a restart."""
+NAME_CACHE_SIZE = 50_000
+CONTEXT_CACHE_SIZE = 20_000
+DISTANCE_WEIGHT = 0.5
+"""How much nearness counts next to the name match when several entities qualify."""
+
+
+@dataclass
+class Sighting:
+    """A name seen at a place and time (from an observation, or given to add_entity)."""
+
+    name: str
+    x: float
+    y: float
+    z: float
+    timestamp: float
+    layer: str = "default"
+    entity_type: str | None = None
+    confidence: float = 1.0
+    observation_id: str | None = None
+    context: np.ndarray | None = None
+    """Embedding of the observation's text when it is descriptive (None: detection list or no
+    observation); what the context gate compares."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Tracked:
+    entity: Entity
+    vector: np.ndarray
+    new: bool = False
+    changed: bool = False
+
+
+class _Grid:
+    """Entities hashed into square cells of the merge radius: candidates are the 3x3 block."""
+
+    def __init__(self, cell: float) -> None:
+        self.cell = cell
+        self._cells: dict[tuple[int, int], set[str]] = defaultdict(set)
+        self._where: dict[str, tuple[int, int]] = {}
+
+    def _key(self, x: float, y: float) -> tuple[int, int]:
+        return int(np.floor(x / self.cell)), int(np.floor(y / self.cell))
+
+    def put(self, entity_id: str, x: float, y: float) -> None:
+        key = self._key(x, y)
+        old = self._where.get(entity_id)
+        if old == key:
+            return
+        if old is not None:
+            self._cells[old].discard(entity_id)
+        self._cells[key].add(entity_id)
+        self._where[entity_id] = key
+
+    def near(self, x: float, y: float) -> Iterator[str]:
+        cx, cy = self._key(x, y)
+        for dx in (-1, 0, 1):
+            for dy in (-1, 0, 1):
+                yield from self._cells.get((cx + dx, cy + dy), ())
+
+
+class EntityResolver:
+    """Resolves sightings to entities and writes the result (thread-safe, one batch at a time).
+
+    Args:
+        store: the memory's store.
+        embed: the memory's embedder (entity names, contexts without a stored vector).
+        name_threshold: entity_similarity_threshold.
+        context_threshold: entity_text_similarity_threshold.
+        radius: entity_spatial_radius, metres.
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        embed: Embed,
+        *,
+        name_threshold: float,
+        context_threshold: float,
+        radius: float,
+    ) -> None:
+        self._store = store
+        self._embed = embed
+        self.name_threshold = name_threshold
+        self.context_threshold = context_threshold
+        self.radius = radius
+        self._lock = threading.RLock()
+        self._names: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._contexts: OrderedDict[str, dict[str, list[np.ndarray]]] = OrderedDict()
+
+    def resolve(self, sightings: Sequence[Sighting]) -> list[str]:
+        """Merge or create an entity per sighting and write them; returns the entity id of each
+        sighting, in order."""
+        if not sightings:
+            return []
+        with self._lock:
+            tracked = self._candidates(sightings)
+            self._name_vectors([s.name for s in sightings])
+            grid = _Grid(self.radius)
+            for node_id, item in tracked.items():
+                grid.put(node_id, item.entity.x, item.entity.y)
+            resolved: list[str] = [""] * len(sightings)
+            links: dict[tuple[str, str], float] = {}
+            together: dict[str, tuple[set[str], float]] = {}
+            for index in sorted(range(len(sightings)), key=lambda i: sightings[i].timestamp):
+                sighting = sightings[index]
+                match = self._best_match(sighting, tracked, grid)
+                if match is None:
+                    match = self._create(sighting)
+                    tracked[match.entity.id] = match
+                else:
+                    first_time = (
+                        sighting.observation_id is None
+                        or (match.entity.id, sighting.observation_id) not in links
+                    )
+                    self._merge(match, sighting, counted=first_time)
+                grid.put(match.entity.id, match.entity.x, match.entity.y)
+                self._remember_context(match.entity.id, sighting)
+                resolved[index] = match.entity.id
+                if sighting.observation_id is not None:
+                    key = (match.entity.id, sighting.observation_id)
+                    links[key] = max(links.get(key, 0.0), sighting.confidence)
+                    members, _ = together.setdefault(
+                        sighting.observation_id, (set(), sighting.timestamp)
+                    )
+                    members.add(match.entity.id)
+            self._store.apply(self._change(tracked, links, together))
+            return resolved
+
+    # --- matching ------------------------------------------------------------------------------
+
+    def _best_match(
+        self, sighting: Sighting, tracked: dict[str, _Tracked], grid: _Grid
+    ) -> _Tracked | None:
+        name_vector = self._names[_key(sighting.name)]
+        best: tuple[float, _Tracked] | None = None
+        for entity_id in grid.near(sighting.x, sighting.y):
+            candidate = tracked[entity_id]
+            entity = candidate.entity
+            distance = float(np.hypot(entity.x - sighting.x, entity.y - sighting.y))
+            if distance > self.radius:
+                continue
+            compatible = names.compatible(sighting.name, entity.name)
+            if compatible:
+                name_score = 1.0
+            else:
+                name_score = float(name_vector @ candidate.vector)
+                if name_score < self.name_threshold:
+                    continue
+            # A modifier on either side ("grey sofa" for "sofa") is evidence enough; two bare
+            # nouns ("chair", "chair") or a match by embedding only need the context gate.
+            ambiguous = not compatible or (
+                names.generic(sighting.name) and names.generic(entity.name)
+            )
+            if ambiguous and not self._context_passes(entity_id, candidate.new, sighting):
+                continue
+            score = name_score + DISTANCE_WEIGHT * (1.0 - distance / self.radius)
+            if best is None or score > best[0]:
+                best = (score, candidate)
+        return best[1] if best else None
+
+    def _context_passes(self, entity_id: str, new: bool, sighting: Sighting) -> bool:
+        if sighting.context is None:
+            return True
+        contexts = self._contexts_of(entity_id, new).get(sighting.layer)
+        if not contexts:
+            return True
+        context = np.asarray(sighting.context, dtype=np.float32)
+        return max(float(context @ c) for c in contexts) >= self.context_threshold
+
+    # --- updating ------------------------------------------------------------------------------
+
+    def _create(self, sighting: Sighting) -> _Tracked:
+        entity = Entity(
+            id=uuid.uuid4().hex,
+            name=" ".join(sighting.name.split()),
+            entity_type=sighting.entity_type,
+            x=sighting.x,
+            y=sighting.y,
+            z=sighting.z,
+            first_seen=sighting.timestamp,
+            last_seen=sighting.timestamp,
+            observation_count=1,
+            confidence=sighting.confidence,
+            layer_name=sighting.layer,
+            metadata=dict(sighting.metadata),
+        )
+        self._contexts[entity.id] = {}
+        self._trim(self._contexts, CONTEXT_CACHE_SIZE)
+        return _Tracked(entity, self._names[_key(sighting.name)], new=True, changed=True)
+
+    def _merge(self, tracked: _Tracked, sighting: Sighting, *, counted: bool) -> None:
+        entity = tracked.entity
+        if counted:
+            count = entity.observation_count + 1
+            # Running mean over sightings: one noisy sighting moves the estimate by 1/count.
+            entity.x += (sighting.x - entity.x) / count
+            entity.y += (sighting.y - entity.y) / count
+            entity.z += (sighting.z - entity.z) / count
+            entity.observation_count = count
+        entity.first_seen = min(entity.first_seen, sighting.timestamp)
+        entity.last_seen = max(entity.last_seen, sighting.timestamp)
+        entity.confidence = max(entity.confidence, sighting.confidence)
+        if sighting.entity_type and entity.entity_type in (None, "object"):
+            entity.entity_type = sighting.entity_type
+        if names.more_specific(entity.name, sighting.name):
+            entity.name = " ".join(sighting.name.split())
+            tracked.vector = self._names[_key(sighting.name)]
+        if sighting.metadata:
+            entity.metadata = {**entity.metadata, **sighting.metadata}
+        tracked.changed = True
+
+    def _remember_context(self, entity_id: str, sighting: Sighting) -> None:
+        if sighting.context is None:
+            return
+        contexts = self._contexts_of(entity_id, new=False)
+        layer = contexts.setdefault(sighting.layer, [])
+        layer.insert(0, np.asarray(sighting.context, dtype=np.float32))
+        del layer[CONTEXTS_PER_LAYER:]
+
+    def _change(
+        self,
+        tracked: dict[str, _Tracked],
+        links: dict[tuple[str, str], float],
+        together: dict[str, tuple[set[str], float]],
+    ) -> GraphChange:
+        pairs: dict[tuple[str, str], list[float]] = {}
+        for members, seen in together.values():
+            ordered = sorted(members)
+            for i, a in enumerate(ordered):
+                for b in ordered[i + 1 :]:
+                    count, first, last = pairs.get((a, b), [0.0, seen, seen])
+                    pairs[(a, b)] = [count + 1, min(first, seen), max(last, seen)]
+        new = [t for t in tracked.values() if t.new]
+        updated = [t for t in tracked.values() if t.changed and not t.new]
+        change = GraphChange()
+        change.run_each("create_entity", [entity_params(t.entity) for t in new])
+        change.run_each("update_entity", [_update_params(t.entity) for t in updated])
+        change.run_each(
+            "link_observed_in",
+            [
+                {"entity_id": e, "observation_id": o, "confidence": float(c)}
+                for (e, o), c in links.items()
+            ],
+        )
+        change.run_each(
+            "merge_cooccurrence",
+            [
+                {"a": a, "b": b, "n": int(n), "first_seen": first, "last_seen": last}
+                for (a, b), (n, first, last) in pairs.items()
+            ],
+        )
+        change.upsert([entity_vector(t.entity, t.vector) for t in new + updated])
+        return change
+
+    # --- caches --------------------------------------------------------------------------------
+
+    def _candidates(self, sightings: Sequence[Sighting]) -> dict[str, _Tracked]:
+        xs = [s.x for s in sightings]
+        ys = [s.y for s in sightings]
+        found = reads.entities_in_box(
+            self._store,
+            min(xs) - self.radius,
+            max(xs) + self.radius,
+            min(ys) - self.radius,
+            max(ys) + self.radius,
+        )
+        self._name_vectors([e.name for e in found])
+        return {e.id: _Tracked(e, self._names[_key(e.name)]) for e in found}
+
+    def _name_vectors(self, labels: Sequence[str]) -> None:
+        missing = list(dict.fromkeys(_key(n) for n in labels if _key(n) not in self._names))
+        if missing:
+            for key, vector in zip(missing, self._embed(missing), strict=True):
+                self._names[key] = np.asarray(vector, dtype=np.float32)
+        for label in labels:
+            self._names.move_to_end(_key(label))
+        self._trim(self._names, NAME_CACHE_SIZE)
+
+    def _contexts_of(self, entity_id: str, new: bool) -> dict[str, list[np.ndarray]]:
+        cached = self._contexts.get(entity_id)
+        if cached is not None:
+            self._contexts.move_to_end(entity_id)
+            return cached
+        contexts: dict[str, list[np.ndarray]] = {}
+        if not new:
+            rows = [
+                r
+                for r in reads.entity_contexts(self._store, entity_id, CONTEXT_LOOKBACK)
+                if r.text and not is_detection_text(r.text)
+            ]
+            stored = reads.stored_vectors(self._store, [r.id for r in rows])
+            missing = [r for r in rows if r.id not in stored]
+            if missing:
+                fresh = self._embed([r.text for r in missing])
+                stored.update({r.id: v for r, v in zip(missing, fresh, strict=True)})
+            for row in rows:
+                layer = contexts.setdefault(row.layer, [])
+                if len(layer) < CONTEXTS_PER_LAYER:
+                    layer.append(np.asarray(stored[row.id], dtype=np.float32))
+        self._contexts[entity_id] = contexts
+        self._trim(self._contexts, CONTEXT_CACHE_SIZE)
+        return contexts
+
+    @staticmethod
+    def _trim(cache: OrderedDict[str, Any], size: int) -> None:
+        while len(cache) > size:
+            cache.popitem(last=False)
+
+
+def _key(name: str) -> str:
+    return " ".join(name.lower().split())
+
+
+def _update_params(e: Entity) -> dict[str, Any]:
+    return {
+        "id": e.id,
+        "name": e.name,
+        "entity_type": e.entity_type,
+        "x": e.x,
+        "y": e.y,
+        "z": e.z,
+        "first_seen": e.first_seen,
+        "last_seen": e.last_seen,
+        "observation_count": int(e.observation_count),
+        "confidence": e.confidence,
+        "metadata": json.dumps(e.metadata),
+    }

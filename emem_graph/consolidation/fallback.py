@@ -1,0 +1,46 @@
+"""FallbackLLM: the LLMClient that needs no model — extractive summaries and rule-based entities.
+
+Consolidation uses these building blocks directly whenever no LLM is configured or the LLM fails;
+this class offers the same behaviour through the LLMClient protocol (for callers that want to pass
+an explicit no-LLM client, or to compare).
+"""
+
+from __future__ import annotations
+
+from emem_graph.consolidation.detections import RuleBasedExtractor
+from emem_graph.consolidation.extractive import Embed, cross_layer_summary, extractive_summary
+from emem_graph.consolidation.llm import ExtractedEntity
+
+
+class FallbackLLM:
+    """An LLMClient without a model.
+
+    Args:
+        embed: the memory's embedder (``texts -> (N, dim)`` array), used to pick the most
+            representative, non-redundant texts.
+        max_sentences: texts a summary keeps.
+        extractor: the rule-based extractor (shares its label vocabulary), or a new one.
+    """
+
+    def __init__(
+        self,
+        embed: Embed,
+        *,
+        max_sentences: int = 5,
+        extractor: RuleBasedExtractor | None = None,
+    ) -> None:
+        self._embed = embed
+        self.max_sentences = max_sentences
+        self.extractor = extractor or RuleBasedExtractor()
+
+    def summarize(self, texts: list[str]) -> str:
+        """The most representative, non-redundant texts, in order."""
+        return extractive_summary(texts, self._embed, max_sentences=self.max_sentences)
+
+    def synthesize(self, texts_by_layer: dict[str, list[str]]) -> str:
+        """Per-layer extractive summaries plus what several layers agree on."""
+        return cross_layer_summary(texts_by_layer, self._embed, max_sentences=self.max_sentences)
+
+    def extract_entities(self, texts: list[str]) -> list[ExtractedEntity]:
+        """Entities from detection lists, and known labels named in free text."""
+        return self.extractor.extract(texts)
