@@ -30,9 +30,16 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from emem_graph.bench import main as bench_main
+    import json
 
-    return bench_main(args)
+    from emem_graph.bench import bench_ingest
+
+    embedder = None if args.model == "none" else _embedder(args.model)
+    result = bench_ingest(
+        args.n, Path(args.out), embedder, args.batch_size, model_n=args.model_n, keep=args.keep
+    )
+    print(json.dumps(result, indent=2))
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,15 +60,19 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--rounds", type=int, default=2, help="patrol rounds (default 2)")
     demo.set_defaults(run=_cmd_demo)
 
-    bench = commands.add_parser("bench", help="measure ingest throughput against the floor")
+    bench = commands.add_parser(
+        "bench", help="ingest throughput against the floor of this stack, same run"
+    )
     bench.add_argument("--n", type=int, default=100_000, help="observations (default 100k)")
     bench.add_argument("--out", default="bench-memory", help="scratch directory")
-    bench.add_argument(
-        "--embedder",
-        default="none",
-        help="'none' (vectors given), 'hashing', or a sentence-transformers model",
-    )
     bench.add_argument("--batch-size", type=int, default=1000, help="flush batch size")
+    bench.add_argument(
+        "--model",
+        default="none",
+        help="also ingest through this embedder: a sentence-transformers model, or 'hashing'",
+    )
+    bench.add_argument("--model-n", type=int, default=None, help="observations for the model run")
+    bench.add_argument("--keep", action="store_true", help="keep the scratch databases")
     bench.set_defaults(run=_cmd_bench)
     return parser
 

@@ -63,6 +63,22 @@ class MemoryConfig(BaseModel):
     """Vector rows from which an ANN index (IVF_HNSW_SQ) is built for unfiltered search."""
     ann_reindex_growth: float = Field(0.2, gt=0.0)
     """Rebuild the ANN index when the table has grown by this fraction since the last build."""
+    # --- consolidation, LLM, maintenance ------------------------------------------------------
+    llm_provider: Literal["none", "ollama"] = "none"
+    """LLM built when no llm_client is passed: "none" uses the built-in fallbacks only."""
+    ollama_llm_model: str = "llama3.2"
+    llm_timeout: float = Field(60.0, gt=0.0)
+    """Seconds one LLM request may take before it is retried (then the fallback is used)."""
+    llm_retries: int = Field(2, ge=0)
+    llm_retry_backoff: float = Field(0.5, ge=0.0)
+    """Seconds before the first retry; doubled for each next one."""
+    llm_extract_batch_size: int = Field(16, gt=0)
+    """Observation texts per LLM entity-extraction request."""
+    summary_max_sentences: int = Field(5, gt=0)
+    """Sentences the extractive (no-LLM) summary of a gist keeps."""
+    maintenance_interval: float | None = Field(300.0, gt=0.0)
+    """Seconds (injected clock) between background maintenance runs (time-window
+    consolidation, then archival); None turns the schedule off (maintenance() still works)."""
 
     @model_validator(mode="after")
     def _check_consistency(self) -> MemoryConfig:

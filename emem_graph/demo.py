@@ -16,9 +16,6 @@ from tqdm import tqdm
 from emem_graph.config import MemoryConfig
 from emem_graph.ingest.embeddings import EmbeddingProvider
 from emem_graph.memory import SpatioTemporalMemory
-from emem_graph.models import Entity
-from emem_graph.retrieval.formatting import format_entity, format_record, format_time, numbered
-from emem_graph.storage.vectors import VectorFilter
 
 START_TIME = datetime(2026, 11, 22, 8, 0, tzinfo=timezone.utc).timestamp()
 """The patrol's simulated morning."""
@@ -111,8 +108,26 @@ def build_patrol_memory(
             added += 1
         if advance is not None:
             advance(2.0)
-    memory.end_episode()
+    memory.end_episode(wait=True)  # the patrol's gists are written before anyone asks
     return added
+
+
+def demo_questions() -> list[tuple[str, dict[str, object]]]:
+    """What the demo asks the memory: every retrieval tool once (two multi-part requests)."""
+    kitchen = ROOMS["kitchen"]
+    return [
+        ("semantic_search", {"query": "where is the coffee machine?", "n_results": 3}),
+        ("semantic_search", {"query": "the red cup, then the laptop on the desk", "n_results": 4}),
+        ("spatial_query", {"x": kitchen[0], "y": kitchen[1], "radius": 2.0, "n_results": 3}),
+        ("temporal_query", {"last_n_minutes": 1, "n_results": 3}),
+        ("episode_summary", {"last_n": 2}),
+        ("get_current_context", {"radius": 3.0, "include_recent_minutes": 1.0}),
+        ("search_gists", {"query": "appliances in the kitchen", "n_results": 2}),
+        ("entity_query", {"name": "chair"}),
+        ("locate", {"concept": "the red chair"}),
+        ("recall", {"query": "the sofa and the television", "n_results": 3}),
+        ("body_status", {}),
+    ]
 
 
 def run_demo(
@@ -123,8 +138,8 @@ def run_demo(
     fresh: bool = True,
     echo: Callable[[str], None] = print,
 ) -> SpatioTemporalMemory:
-    """Build the patrol memory in ``directory`` and print what it remembers. Returns the
-    (closed) memory object for inspection."""
+    """Build the patrol memory in ``directory`` and ask it every retrieval tool, printing the
+    answers. Returns the (closed) memory object for inspection."""
     if fresh and directory.exists():
         shutil.rmtree(directory)
     now = [START_TIME]
@@ -150,33 +165,8 @@ def run_demo(
         position = memory.current_position
         assert position is not None
         echo(f"Position: ({position[0]:.1f}, {position[1]:.1f})")
-        for question in ("where is the coffee machine?", "a red chair", "laptop on a desk"):
-            hits = store.nearest(
-                memory.embed([question])[0],
-                3,
-                VectorFilter(exclude_source_types=("interoception",)),
-            )
-            echo(f"\nsemantic: {question!r}")
-            echo(numbered([format_record(record) for _, record in hits]))
-        kitchen = ROOMS["kitchen"]
-        near = store.observations_in_radius(kitchen[0], kitchen[1], 2.0, limit=3)
-        echo(f"\nwithin 2 m of the kitchen centre {kitchen}:")
-        echo(numbered([format_record(o) for o in near]) or "No observations found.")
-        last = store.observations_in_time(clock() - 60.0, None, limit=3)
-        echo("\nlast minute:")
-        echo(numbered([format_record(o) for o in last]) or "No observations found.")
-        battery = store.observations_in_time(
-            None, None, layer="battery", limit=1, include_body_state=True
-        )
-        if battery:
-            reading = battery[0]
-            when = format_time(reading.timestamp)
-            echo(f"\nBody Status:\n  [battery] {reading.text} (at {when})")
-        entities = [
-            record
-            for _, record in store.keyword("red chair", 5, VectorFilter(kinds=("entity",)))
-            if isinstance(record, Entity)
-        ]
-        echo("\nentities matching 'red chair':")
-        echo(numbered([format_entity(e) for e in entities]) or "No entities found.")
+        for tool, arguments in demo_questions():
+            shown = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+            echo(f"\n>>> {tool}({shown})")
+            echo(memory.dispatch_tool_call(tool, arguments))
     return memory

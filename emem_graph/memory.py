@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,10 +17,13 @@ import numpy as np
 
 from emem_graph import validation
 from emem_graph.config import MemoryConfig
+from emem_graph.consolidation.engine import ConsolidationEngine
+from emem_graph.consolidation.entities import Sighting
 from emem_graph.errors import EmbeddingDimensionError, InvalidInputError, MemoryClosedError
 from emem_graph.ingest.buffer import IngestBuffer
 from emem_graph.ingest.embeddings import EmbeddingProvider, make_embedder
-from emem_graph.models import INTEROCEPTION, Entity, Episode, Observation
+from emem_graph.models import AGENT_NOTE, INTEROCEPTION, Episode, Observation
+from emem_graph.retrieval.tools import RetrievalTools
 from emem_graph.storage.store import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -38,7 +43,8 @@ class SpatioTemporalMemory:
         config: a MemoryConfig (or a dict of its fields); when given, its db_path wins.
         embedding_provider: object with ``dim`` and ``embed(list[str]) -> (N, dim) array``;
             default: the provider named by the config (all-MiniLM-L6-v2).
-        llm_client: summariser / entity extractor used by consolidation (None: built-in
+        llm_client: summariser / entity extractor used by consolidation (an LLMClient, e.g.
+            OllamaLLM); None: the one config.llm_provider names, by default none (built-in
             fallbacks).
         get_current_time: clock in float seconds used for every time decision (default
             time.time); a simulation clock that starts at 0 is fine.
@@ -78,8 +84,16 @@ class SpatioTemporalMemory:
         self._state_lock = threading.RLock()
         self._closed = False
         self._store = MemoryStore(config, self.embedder)
+        try:
+            self._consolidation = ConsolidationEngine(
+                self._store, config, embed=self.embed, clock=self._clock, llm_client=llm_client
+            )
+        except BaseException:
+            self._store.close()
+            raise
         self._episode_stack: list[str] = []
         self._close_interrupted_episodes()
+        self._consolidation.recover()
         self._position = self._store.latest_perception_position()
         self._working: deque[Observation] = deque(maxlen=config.working_memory_size)
         self._buffer: IngestBuffer[_Pending] = IngestBuffer(
@@ -107,7 +121,8 @@ class SpatioTemporalMemory:
         self.flush()
 
     def close(self) -> None:
-        """Flush, stop the background thread and close the stores (idempotent)."""
+        """Flush, finish queued consolidation (with the built-in fallbacks: closing never
+        waits on an LLM), stop the background threads and close the stores (idempotent)."""
         with self._state_lock:
             if self._closed:
                 return
@@ -115,7 +130,10 @@ class SpatioTemporalMemory:
         try:
             self._buffer.stop()
         finally:
-            self._store.close()
+            try:
+                self._consolidation.stop()
+            finally:
+                self._store.close()
 
     @property
     def store(self) -> MemoryStore:
@@ -164,7 +182,7 @@ class SpatioTemporalMemory:
         self._buffer.add(_Pending(observation, vector))
         with self._state_lock:
             self._working.append(observation)
-            if source_type != INTEROCEPTION:
+            if source_type not in (INTEROCEPTION, AGENT_NOTE):
                 self._position = observation.coordinates
         return observation.id
 
@@ -205,27 +223,28 @@ class SpatioTemporalMemory:
         layer_name: str = "default",
         metadata: dict[str, Any] | None = None,
     ) -> str:
-        """Record a persistent entity (the red chair by the door) at (x, y, z); returns its id."""
+        """Record a sighting of a persistent entity (the red chair by the door) at (x, y, z);
+        returns the entity's id.
+
+        It goes through the same merge as extracted entities: an entity of a matching name
+        within entity_spatial_radius is updated in place (count, running position estimate,
+        first/last seen); otherwise a new entity is created.
+        """
         self._check_open()
-        seen = self._time(timestamp)
-        entity = Entity(
-            id=uuid.uuid4().hex,
+        sighting = Sighting(
             name=validation.name("name", name, self.config.max_text_chars),
-            entity_type=None
-            if entity_type is None
-            else validation.name("entity_type", entity_type),
             x=validation.finite("x", x),
             y=validation.finite("y", y),
             z=validation.finite("z", z),
-            first_seen=seen,
-            last_seen=seen,
-            observation_count=1,
+            timestamp=self._time(timestamp),
+            layer=validation.name("layer_name", layer_name),
+            entity_type=None
+            if entity_type is None
+            else validation.name("entity_type", entity_type),
             confidence=validation.confidence(confidence),
-            layer_name=validation.name("layer_name", layer_name),
             metadata=validation.metadata(metadata, self.config.max_metadata_chars),
         )
-        self._store.write_entity(entity, self.embed([entity.name])[0])
-        return entity.id
+        return self._consolidation.add_entity(sighting)
 
     # --- episodes ------------------------------------------------------------------------------
 
@@ -263,7 +282,7 @@ class SpatioTemporalMemory:
             else:
                 keep = 0
             while len(self._episode_stack) > keep:
-                self._end_top("completed")
+                self._end_top("completed", consolidate=True)
             episode = Episode(
                 id=uuid.uuid4().hex,
                 name=label,
@@ -278,17 +297,58 @@ class SpatioTemporalMemory:
             self._episode_stack.append(episode.id)
             return episode.id
 
-    def end_episode(self, consolidate: bool = True) -> str | None:
+    def end_episode(self, consolidate: bool = True, wait: bool = False) -> str | None:
         """End the innermost active episode; returns its id, or None when none is active.
 
-        ``consolidate`` is accepted for eMEM compatibility; gist consolidation of the episode is
-        not implemented yet (the episode is closed, its observations and edges are kept).
+        The episode is closed at once. With ``consolidate``, the background worker extracts the
+        entities of its observations and writes one gist per time chunk (split at gaps longer
+        than consolidation_window) plus the episode's summary; ``wait`` blocks until that is
+        done. A failing, slow or absent LLM gives the built-in fallback gist: it never leaves
+        the episode active or unconsolidated.
+
+        Raises:
+            StorageError: with ``wait``, the gists could not be written (the episode is closed
+                and stays marked for consolidation, retried on the next open).
         """
         self._check_open()
         with self._state_lock:
             if not self._episode_stack:
                 return None
-            return self._end_top("completed")
+            episode_id, job = self._end_top("completed", consolidate)
+        if job is not None and wait:
+            job.result()
+        return episode_id
+
+    # --- consolidation -------------------------------------------------------------------------
+
+    @property
+    def consolidation(self) -> ConsolidationEngine:
+        """The consolidation engine (gists, tiers, entities, its worker and counters)."""
+        return self._consolidation
+
+    def consolidate_time_window(self) -> list[str]:
+        """Consolidate short-term observations older than consolidation_window that belong to
+        no episode: clusters (HDBSCAN on position, split at time gaps) of at least
+        consolidation_min_samples become gists; the rest stays short_term. Returns the new gist
+        ids. Also runs every maintenance_interval in the background."""
+        self._check_open()
+        self.flush()
+        return self._consolidation.consolidate_time_window()
+
+    def maintenance(self) -> int:
+        """Archive long-term observations older than archive_after_seconds: their raw text and
+        vectors are dropped, their gists stay searchable. Returns how many were archived. Also
+        runs every maintenance_interval in the background."""
+        self._check_open()
+        return self._consolidation.maintenance()
+
+    def extract_entities(self) -> int:
+        """Extract entities from every observation still waiting for it, now (normally done
+        in the background every entity_extract_flush_interval flushes or
+        entity_extract_time_interval seconds). Returns the number of sightings merged."""
+        self._check_open()
+        self.flush()
+        return self._consolidation.extract_now()
 
     # --- reading helpers -----------------------------------------------------------------------
 
@@ -323,20 +383,25 @@ class SpatioTemporalMemory:
         # 0.0 is a valid time (simulation clocks start there); only None means "now".
         return self._clock() if timestamp is None else validation.finite("timestamp", timestamp)
 
-    def _end_top(self, status: str) -> str:
+    def _end_top(self, status: str, consolidate: bool) -> tuple[str, Future[list[str]] | None]:
         self._buffer.flush()
         episode_id = self._episode_stack.pop()
-        self._store.close_episode(episode_id, self._clock(), status)
-        return episode_id
+        if not consolidate:
+            self._store.close_episode(episode_id, self._clock(), status)
+            return episode_id, None
+        # Closed and marked for consolidation in one transaction, consolidated by the worker.
+        self._consolidation.close_episode(episode_id, self._clock(), status)
+        return episode_id, self._consolidation.consolidate_episode(episode_id)
 
     def _close_interrupted_episodes(self) -> None:
         # An episode left active by a process that died is closed as "interrupted" at its last
-        # observation, so no episode stays active forever and new ones FOLLOW it.
+        # observation, so no episode stays active forever and new ones FOLLOW it; it is marked
+        # for consolidation like any ended episode (recover() queues it).
         for episode_id in self._store.active_episode_ids():
             episode = self._store.get_episode(episode_id)
             last = self._store.episode_last_time(episode_id)
             start = episode.start_time if episode else 0.0
-            self._store.close_episode(
+            self._consolidation.close_episode(
                 episode_id, max(start, last if last is not None else start), "interrupted"
             )
 
@@ -351,3 +416,161 @@ class SpatioTemporalMemory:
         self._store.write_observations([p.observation for p in batch], vectors)
         for pending in batch:
             pending.observation.tier = "short_term"
+        self._consolidation.observations_written([p.observation for p in batch])
+
+    # --- retrieval tools (emem_graph.retrieval) ------------------------------------------------
+    # Thin delegations: the tools, their schemas, validation and formatting live in
+    # emem_graph/retrieval (tools.py, schemas.py, dispatch.py). Each tool flushes first and
+    # raises InvalidInputError (a ValueError) on bad arguments; dispatch_tool_call never raises.
+
+    @functools.cached_property
+    def tools(self) -> RetrievalTools:
+        """The ten retrieval tools and the planner actions of this memory."""
+        return RetrievalTools(self, self._store, self._clock)
+
+    def get_tool_definitions(self, include_actions: bool = False) -> list[dict[str, Any]]:
+        """The ten tools in OpenAI function-calling form (plus store_specific_memory,
+        start_episode and end_episode with ``include_actions``)."""
+        return self.tools.definitions(include_actions)
+
+    def get_tools_for_registration(
+        self, include_actions: bool = False
+    ) -> list[tuple[Callable[..., str], dict[str, Any]]]:
+        """(callable, definition) pairs, one per tool."""
+        return self.tools.for_registration(include_actions)
+
+    def dispatch_tool_call(
+        self, tool_name: str, arguments: dict[str, Any] | str | None = None
+    ) -> str:
+        """Run a tool (or planner action) by name with a dict or JSON-string of arguments;
+        returns its text, or one line ``Error: ...``. Never raises."""
+        return self.tools.dispatch(tool_name, arguments)
+
+    def semantic_search(
+        self,
+        query: str,
+        n_results: int = 10,
+        layer: str | None = None,
+        time_after: str | float | None = None,
+        time_before: str | float | None = None,
+        near_x: float | None = None,
+        near_y: float | None = None,
+        spatial_radius: float | None = None,
+        episode_id: str | None = None,
+        include_body_state: bool = False,
+    ) -> str:
+        """Hybrid (vector + keyword) search over observations, gists and entities."""
+        return self.tools.semantic_search(
+            query, n_results, layer, time_after, time_before, near_x, near_y, spatial_radius,
+            episode_id, include_body_state,
+        )  # fmt: skip
+
+    def spatial_query(
+        self,
+        x: float,
+        y: float,
+        z: float = 0.0,
+        radius: float = 2.0,
+        layer: str | None = None,
+        time_after: str | float | None = None,
+        time_before: str | float | None = None,
+        n_results: int = 10,
+        include_body_state: bool = False,
+    ) -> str:
+        """Observations within ``radius`` of (x, y), nearest first."""
+        return self.tools.spatial_query(
+            x, y, z, radius, layer, time_after, time_before, n_results, include_body_state
+        )
+
+    def temporal_query(
+        self,
+        time_after: str | float | None = None,
+        time_before: str | float | None = None,
+        last_n_minutes: float | None = None,
+        layer: str | None = None,
+        near_x: float | None = None,
+        near_y: float | None = None,
+        spatial_radius: float | None = None,
+        order: str = "newest",
+        n_results: int = 10,
+        include_body_state: bool = False,
+    ) -> str:
+        """Observations in a time window (gists when they were consolidated)."""
+        return self.tools.temporal_query(
+            time_after, time_before, last_n_minutes, layer, near_x, near_y, spatial_radius,
+            order, n_results, include_body_state,
+        )  # fmt: skip
+
+    def episode_summary(
+        self, episode_id: str | None = None, task_name: str | None = None, last_n: int = 1
+    ) -> str:
+        """Status, summary and observation span of episodes."""
+        return self.tools.episode_summary(episode_id, task_name, last_n)
+
+    def get_current_context(self, radius: float = 3.0, include_recent_minutes: float = 5.0) -> str:
+        """Position, surroundings, recent observations and body status."""
+        return self.tools.get_current_context(radius, include_recent_minutes)
+
+    def search_gists(
+        self,
+        query: str,
+        n_results: int = 10,
+        time_after: str | float | None = None,
+        time_before: str | float | None = None,
+    ) -> str:
+        """Hybrid search over the consolidated summaries."""
+        return self.tools.search_gists(query, n_results, time_after, time_before)
+
+    def entity_query(
+        self,
+        name: str | None = None,
+        entity_type: str | None = None,
+        near_x: float | None = None,
+        near_y: float | None = None,
+        spatial_radius: float | None = None,
+        last_seen_after: str | float | None = None,
+        n_results: int = 10,
+    ) -> str:
+        """Entities by name substring, type, area and last sighting."""
+        return self.tools.entity_query(
+            name, entity_type, near_x, near_y, spatial_radius, last_seen_after, n_results
+        )
+
+    def locate(
+        self,
+        concept: str,
+        n_results: int = 10,
+        layer: str | None = None,
+        time_after: str | float | None = None,
+        time_before: str | float | None = None,
+        include_body_state: bool = False,
+    ) -> str:
+        """Where a concept is: position and radius from the strong matches."""
+        return self.tools.locate(
+            concept, n_results, layer, time_after, time_before, include_body_state
+        )
+
+    def recall(
+        self,
+        query: str,
+        n_results: int = 10,
+        radius_multiplier: float = 1.5,
+        include_body_state: bool = False,
+    ) -> str:
+        """Observations, summaries and entities around where a query is located."""
+        return self.tools.recall(query, n_results, radius_multiplier, include_body_state)
+
+    def body_status(self, layers: list[str] | None = None) -> str:
+        """The latest body-state reading per layer."""
+        return self.tools.body_status(layers)
+
+    def store_specific_memory(
+        self,
+        content: str,
+        layer_name: str = "agent_notes",
+        x: float | None = None,
+        y: float | None = None,
+        z: float | None = None,
+    ) -> str:
+        """Planner action: remember a note at (x, y, z), by default the current position."""
+        return self.tools.store_specific_memory(content, layer_name, x, y, z)

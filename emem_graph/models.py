@@ -10,6 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field
 Tier = Literal["working", "short_term", "long_term", "archived"]
 NodeKind = Literal["observation", "gist", "entity"]
 INTEROCEPTION = "interoception"
+AGENT_NOTE = "agent_note"
+"""Source type of notes a planner stores (store_specific_memory): searchable memory, but not a
+perception, so it does not move the robot's current position."""
 
 
 class _Record(BaseModel):

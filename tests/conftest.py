@@ -13,6 +13,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from fake_ollama import FakeOllamaServer
+from house import START as HOUSE_START
+from house import House, build_house
 
 from emem_graph import (
     HashingEmbedder,
@@ -88,3 +90,16 @@ def fake_ollama() -> Iterator[FakeOllamaServer]:
     server = FakeOllamaServer().start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def house(
+    tmp_path_factory: pytest.TempPathFactory, minilm: SentenceTransformerEmbedder
+) -> Iterator[House]:
+    """The small remembered house of tests/house.py, built once per test module; tests that
+    use it only read (they build their own memory to write)."""
+    clock = SimClock(HOUSE_START)
+    config = MemoryConfig(db_path=str(tmp_path_factory.mktemp("house") / "mem"))
+    memory = SpatioTemporalMemory(config=config, embedding_provider=minilm, get_current_time=clock)
+    yield build_house(memory, clock)
+    memory.close()
