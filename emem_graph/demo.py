@@ -25,6 +25,8 @@ START_TIME = datetime(2026, 11, 22, 8, 0, tzinfo=timezone.utc).timestamp()
 class Thing:
     name: str
     kind: str
+    label: str
+    """What the object detector calls it."""
     x: float
     y: float
     caption: str
@@ -37,16 +39,25 @@ ROOMS: dict[str, tuple[float, float]] = {
     "office": (8.5, 8.5),
 }
 THINGS = [
-    Thing("coffee machine", "appliance", 1.0, 4.5, "a silver coffee machine on the counter"),
-    Thing("fridge", "appliance", 4.5, 4.5, "a tall white fridge next to the window"),
-    Thing("red cup", "object", 2.0, 1.0, "a red cup left on the kitchen table"),
-    Thing("shoe rack", "furniture", 9.0, 0.3, "a shoe rack with two pairs of boots"),
-    Thing("front door", "door", 12.0, 0.0, "the front door, closed and locked"),
-    Thing("sofa", "furniture", 18.0, 6.5, "a grey sofa with a blanket on it"),
-    Thing("red chair", "furniture", 20.5, 2.0, "a red chair by the balcony door"),
-    Thing("television", "appliance", 16.0, 7.5, "a television showing the news"),
-    Thing("desk", "furniture", 8.0, 9.5, "a desk with a laptop and a stack of papers"),
-    Thing("plant", "plant", 10.5, 10.5, "a potted plant with yellow leaves"),
+    Thing(
+        "coffee machine",
+        "appliance",
+        "coffee machine",
+        1.0,
+        4.5,
+        "a silver coffee machine on the counter",
+    ),
+    Thing(
+        "fridge", "appliance", "refrigerator", 4.5, 4.5, "a tall white fridge next to the window"
+    ),
+    Thing("red cup", "object", "cup", 2.0, 1.0, "a red cup left on the kitchen table"),
+    Thing("shoe rack", "furniture", "shoe rack", 9.0, 0.3, "a shoe rack with two pairs of boots"),
+    Thing("front door", "door", "door", 12.0, 0.0, "the front door, closed and locked"),
+    Thing("sofa", "furniture", "sofa", 18.0, 6.5, "a grey sofa with a blanket on it"),
+    Thing("red chair", "furniture", "chair", 20.5, 2.0, "a red chair by the balcony door"),
+    Thing("television", "appliance", "tv", 16.5, 6.0, "a television showing the news"),
+    Thing("desk", "furniture", "desk", 8.0, 9.5, "a desk with a laptop and a stack of papers"),
+    Thing("plant", "plant", "potted plant", 10.5, 10.5, "a potted plant with yellow leaves"),
 ]
 ROUTE = ["kitchen", "hallway", "living room", "hallway", "office", "hallway", "kitchen"]
 VIEW_RADIUS = 3.5
@@ -85,11 +96,12 @@ def build_patrol_memory(
             room = where
         visible = [t for t in THINGS if math.dist((t.x, t.y), (x, y)) <= VIEW_RADIUS]
         if visible:
+            # What a COCO-style detector publishes: "1 chair, 2 cups".
             counts: dict[str, int] = {}
             for thing in visible:
-                counts[thing.kind] = counts.get(thing.kind, 0) + 1
+                counts[thing.label] = counts.get(thing.label, 0) + 1
             detection = ", ".join(
-                f"{n} {kind}{'s' if n > 1 else ''}" for kind, n in sorted(counts.items())
+                f"{n} {label}{'s' if n > 1 else ''}" for label, n in sorted(counts.items())
             )
             memory.add(detection, x, y, layer_name="detections", source_type="detector")
             added += 1
