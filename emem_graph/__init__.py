@@ -1,6 +1,8 @@
 """emem_graph: a spatio-temporal graph memory for robots (Kuzu graph + LanceDB vectors)."""
 
 from emem_graph.config import MemoryConfig, SpatioTemporalMemoryConfig
+from emem_graph.consolidation.fallback import FallbackLLM
+from emem_graph.consolidation.llm import ExtractedEntity, LLMClient, OllamaLLM
 from emem_graph.errors import (
     BackendUnavailableError,
     ConfigError,
@@ -29,13 +31,17 @@ __all__ = [
     "EmemGraphError",
     "Entity",
     "Episode",
+    "ExtractedEntity",
+    "FallbackLLM",
     "Gist",
     "HashingEmbedder",
     "InvalidInputError",
+    "LLMClient",
     "MemoryClosedError",
     "MemoryConfig",
     "Observation",
     "OllamaEmbedder",
+    "OllamaLLM",
     "SchemaVersionError",
     "SentenceTransformerEmbedder",
     "SpatioTemporalMemory",

@@ -1,0 +1,129 @@
+"""Entity merging on a real memory (Kuzu, LanceDB, MiniLM), through add_entity and through
+extraction: a re-sighting nearby updates the entity in place (same id, one vector row, running
+position estimate), the same name far away is another entity, and a detector's label and a
+caption's description of the same thing at the same place become one entity."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pytest
+
+from emem_graph import SpatioTemporalMemory
+from emem_graph.storage.vectors import VectorFilter
+
+QUIET = {
+    "maintenance_interval": None,
+    "entity_extract_flush_interval": 10_000,  # extraction runs when the test calls it
+    "entity_extract_time_interval": 1e9,
+}
+ENTITY_ROWS = VectorFilter(kinds=("entity",))
+
+
+def entity_rows(mem: SpatioTemporalMemory) -> Counter[str]:
+    """How many vector rows each entity id has in LanceDB."""
+    return Counter(mem.store.vectors.all_ids(ENTITY_ROWS))
+
+
+def all_entities(mem: SpatioTemporalMemory) -> list[Any]:
+    rows = mem.store.graph.query_text("MATCH (e:Entity) RETURN e.id AS id")
+    return [mem.store.get_entity(row["id"]) for row in rows]
+
+
+def sightings(mem: SpatioTemporalMemory) -> set[tuple[str, str]]:
+    """(entity name, observation id) of every OBSERVED_IN edge."""
+    rows = mem.store.graph.query_text(
+        "MATCH (e:Entity)-[:OBSERVED_IN]->(o:Observation) RETURN e.name AS name, o.id AS id"
+    )
+    return {(row["name"], row["id"]) for row in rows}
+
+
+def test_resighting_nearby_updates_the_entity_in_place(make_memory: Any, clock: Any) -> None:
+    mem = make_memory(clock=clock, **QUIET)
+    radius = mem.config.entity_spatial_radius
+    chair = mem.add_entity("red chair", 2.0, 2.0, timestamp=10.0)
+
+    assert mem.add_entity("red chair", 3.0, 2.0, timestamp=20.0) == chair
+    assert mem.add_entity("red chair", 2.5, 3.5, timestamp=30.0) == chair
+    assert mem.add_entity("red chair", 2.5, 2.5, timestamp=5.0) == chair  # reported late
+
+    entity = mem.store.get_entity(chair)
+    assert entity.observation_count == 4
+    # The running mean of the four sightings, not the latest one (2.5, 2.5 is also the mean).
+    assert (entity.x, entity.y) == pytest.approx((2.5, 2.5))
+    assert (entity.first_seen, entity.last_seen) == (5.0, 30.0)
+    assert entity_rows(mem) == {chair: 1}  # replaced in place: no dead vectors
+
+    # The same name 10 m away is another red chair.
+    other = mem.add_entity("red chair", 12.5, 2.5, timestamp=40.0)
+    assert other != chair and radius < 12.5 - 2.5
+    # A sighting next to the second one merges there, not into the first.
+    assert mem.add_entity("red chair", 12.0, 2.5, timestamp=50.0) == other
+    assert mem.store.get_entity(chair).observation_count == 4
+    second = mem.store.get_entity(other)
+    assert second.observation_count == 2
+    assert (second.x, second.y) == pytest.approx((12.25, 2.5))
+    assert entity_rows(mem) == {chair: 1, other: 1}
+    assert mem.store.counts()["entities"] == 2
+
+
+def test_a_moving_estimate_is_the_mean_not_the_latest(make_memory: Any, clock: Any) -> None:
+    mem = make_memory(clock=clock, **QUIET)
+    lamp = mem.add_entity("floor lamp", 0.0, 0.0, timestamp=1.0)
+    for t, x in ((2.0, 1.0), (3.0, 2.0), (4.0, 4.0)):  # each within the radius of the estimate
+        assert mem.add_entity("floor lamp", x, 0.0, timestamp=t) == lamp
+    entity = mem.store.get_entity(lamp)
+    assert entity.x == pytest.approx(7.0 / 4)  # mean of 0, 1, 2, 4 (the latest is 4)
+    assert entity.observation_count == 4 and entity.last_seen == 4.0
+
+
+def test_detection_text_is_extracted_into_chair_and_person_entities(
+    make_memory: Any, clock: Any
+) -> None:
+    mem = make_memory(clock=clock, **QUIET)
+    body = mem.add_body_state("battery 80%", "battery", 5.0, 5.0, timestamp=1.0)
+    seen = mem.add("2 chairs, 1 person", 5.0, 5.0, timestamp=2.0, layer_name="detections")
+
+    assert mem.extract_entities() == 2
+
+    entities = {e.name: e for e in all_entities(mem)}
+    assert set(entities) == {"chair", "person"}
+    assert entities["person"].entity_type == "person"
+    assert all((e.x, e.y, e.first_seen) == (5.0, 5.0, 2.0) for e in entities.values())
+    assert sightings(mem) == {("chair", seen), ("person", seen)}
+    assert body not in {o for _, o in sightings(mem)}
+    [(a, b, count)] = [
+        (r["a"], r["b"], r["count"]) for r in mem.store.graph.query("cooccurrence_counts")
+    ]
+    assert {a, b} == {e.id for e in entities.values()} and count == 1
+    assert entity_rows(mem) == {e.id: 1 for e in entities.values()}
+    assert mem.extract_entities() == 0  # nothing is extracted twice
+
+
+@pytest.mark.parametrize("together", [True, False], ids=["one-batch", "two-batches"])
+def test_a_detected_chair_and_a_captioned_red_chair_at_one_place_are_one_entity(
+    make_memory: Any, clock: Any, together: bool
+) -> None:
+    mem = make_memory(clock=clock, **QUIET)
+    detection = mem.add("chair", 2.0, 2.0, timestamp=10.0, layer_name="detections")
+    if not together:
+        mem.extract_entities()
+        [first] = all_entities(mem)
+        assert first.name == "chair"
+    caption = mem.add("a red chair by the door", 2.3, 2.1, timestamp=20.0, layer_name="captions")
+    mem.extract_entities()
+
+    [chair] = all_entities(mem)
+    assert chair.name == "red chair"  # the more specific name wins
+    assert chair.observation_count == 2
+    assert (chair.first_seen, chair.last_seen) == (10.0, 20.0)
+    assert (chair.x, chair.y) == pytest.approx((2.15, 2.05))
+    assert sightings(mem) == {("red chair", detection), ("red chair", caption)}
+    assert entity_rows(mem) == {chair.id: 1}
+    # Its one vector is the new name's, not the old one's.
+    stored = mem.store.vectors.vectors_by_id([chair.id])[chair.id]
+    named, bare = mem.embed(["red chair", "chair"])
+    assert float(np.dot(stored, named)) == pytest.approx(1.0, abs=1e-4)
+    assert float(np.dot(stored, bare)) < 0.99
