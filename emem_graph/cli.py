@@ -42,12 +42,22 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- cypher / shell / query: _cmd_ functions above this line (emem_graph.explore.cypher) ------
+
+# --- export / stats: _cmd_ functions above this line (emem_graph.explore.export, .stats) ----
+
+# --- map: _cmd_ functions above this line (emem_graph.explore.mapping) ----------------------
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``emem-graph``."""
     parser = argparse.ArgumentParser(
         prog="emem-graph", description="Spatio-temporal graph memory for robots."
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress bars (for scripts and logs)"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo = commands.add_parser("demo", help="remember a simulated patrol and print what it knows")
@@ -74,6 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--model-n", type=int, default=None, help="observations for the model run")
     bench.add_argument("--keep", action="store_true", help="keep the scratch databases")
     bench.set_defaults(run=_cmd_bench)
+
+    # --- cypher / shell / query parsers below this line ---------------------------------------
+
+    # --- export / stats parsers below this line -----------------------------------------------
+
+    # --- map parser below this line -----------------------------------------------------------
+
     return parser
 
 
