@@ -25,7 +25,6 @@ pair, stored from the smaller id to the larger). A batch is one graph transactio
 
 from __future__ import annotations
 
-import json
 import threading
 import uuid
 from collections import OrderedDict, defaultdict
@@ -364,16 +363,5 @@ def _key(name: str) -> str:
 
 
 def _update_params(e: Entity) -> dict[str, Any]:
-    return {
-        "id": e.id,
-        "name": e.name,
-        "entity_type": e.entity_type,
-        "x": e.x,
-        "y": e.y,
-        "z": e.z,
-        "first_seen": e.first_seen,
-        "last_seen": e.last_seen,
-        "observation_count": int(e.observation_count),
-        "confidence": e.confidence,
-        "metadata": json.dumps(e.metadata),
-    }
+    # update_entity sets every property but the layer an entity was first seen by.
+    return {k: v for k, v in entity_params(e).items() if k != "layer"}
