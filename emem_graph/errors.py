@@ -37,3 +37,18 @@ class MemoryClosedError(EmemGraphError):
 
 class BackendUnavailableError(EmemGraphError):
     """An optional backend (embedding model, LLM server, ROS) is not installed or not reachable."""
+
+
+class ReadOnlyQueryError(InvalidInputError):
+    """A query given to the read-only explore surface would write (to the memory or to files).
+
+    Nothing was written: the graph is opened read-only there, so Kuzu refuses the statement.
+    """
+
+
+class QueryTimeoutError(EmemGraphError):
+    """A query ran longer than its time limit and was interrupted (nothing was changed)."""
+
+
+class DatabaseLockedError(StorageError):
+    """The graph database is held read-write by another process (Kuzu allows one such process)."""

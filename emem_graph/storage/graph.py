@@ -9,13 +9,22 @@ import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import kuzu
 import pyarrow as pa
 
-from emem_graph.errors import SchemaVersionError, StorageError
+from emem_graph.errors import (
+    DatabaseLockedError,
+    EmemGraphError,
+    InvalidInputError,
+    QueryTimeoutError,
+    ReadOnlyQueryError,
+    SchemaVersionError,
+    StorageError,
+)
 from emem_graph.resources import read_cypher
 
 SCHEMA_NAME = "graph"
@@ -50,6 +59,42 @@ def _schema_statements() -> list[str]:
         if not line.lstrip().startswith("//")
     ]
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+@dataclass(frozen=True)
+class CypherResult:
+    """The rows of one developer statement (GraphDB.run_statement).
+
+    Attributes:
+        columns: the names the statement RETURNs, in order.
+        rows: one list of values per row, in the columns' order (nodes and rels as dicts).
+        truncated: the statement had more rows than the row limit; only the first are here.
+    """
+
+    columns: list[str]
+    rows: list[list[Any]]
+    truncated: bool = False
+
+
+def _statement_error(message: str, timeout_s: float) -> EmemGraphError:
+    """The emem_graph error for Kuzu's refusal of a developer statement."""
+    if "read-only database" in message:
+        return ReadOnlyQueryError(
+            "the memory is read-only here: Kuzu refused a write (CREATE, SET, DELETE, MERGE, "
+            "DROP, ALTER, COPY FROM...) and nothing was changed; a memory is changed through "
+            "SpatioTemporalMemory"
+        )
+    if "multiple statements" in message:
+        return InvalidInputError(
+            "give one Cypher statement at a time (Kuzu found several; a procedure such as "
+            "create_fts_index that Kuzu expands into several cannot run here either)"
+        )
+    if message.strip() == "Interrupted.":
+        return QueryTimeoutError(
+            f"the query ran longer than {timeout_s:g} s and was stopped; narrow it (LIMIT, a "
+            "WHERE on an indexed id) or give a longer timeout"
+        )
+    return InvalidInputError(f"Cypher failed: {message}")
 
 
 class GraphTransaction:
@@ -127,6 +172,13 @@ class GraphDB:
         try:
             self._db = kuzu.Database(str(path), read_only=read_only)
         except RuntimeError as exc:
+            if "Could not set lock" in str(exc):
+                # Kuzu: one read-write process and nobody else, or any number of read-only ones.
+                holder = "read-write" if read_only else "read-write or read-only"
+                raise DatabaseLockedError(
+                    f"graph database {path} is open {holder} in another process (Kuzu lets one "
+                    "process hold a database read-write and no other process open it meanwhile)"
+                ) from exc
             raise StorageError(f"cannot open graph database {path}: {exc}") from exc
         self._write_lock = threading.Lock()
         self._local = threading.local()
@@ -207,6 +259,20 @@ class GraphDB:
         """Run Cypher text given by the developer (not built from user input) on a reader."""
         return self._run(self._reader(), cypher, params)
 
+    def query_arrow(self, name: str, params: dict[str, Any] | None = None) -> pa.Table:
+        """Run the named read query from queries/ and return its rows as one Arrow table, typed
+        columns also when it has no row (bulk reads: export)."""
+        try:
+            result = self._reader().execute(read_cypher("queries", name), params or {})
+        except RuntimeError as exc:
+            raise StorageError(f"graph query {name} failed: {exc}") from exc
+        results = result if isinstance(result, list) else [result]
+        try:
+            return results[-1].get_as_arrow()
+        finally:
+            for each in results:
+                each.close()
+
     def nodes_by_id(self, table: str, ids: Sequence[str], many_query: str) -> list[dict[str, Any]]:
         """One-column rows holding the nodes of ``table`` whose id is in ``ids`` (any order).
 
@@ -233,6 +299,64 @@ class GraphDB:
             rows = self.query_text(f"CALL table_info('{table}') RETURN name")
             self._columns[table] = [row["name"] for row in rows]
         return self._columns[table]
+
+    def run_statement(
+        self,
+        cypher: str,
+        params: dict[str, Any] | None = None,
+        *,
+        limit: int,
+        timeout_s: float,
+    ) -> CypherResult:
+        """Run one Cypher statement typed by a developer (the explore surface) on a read-only graph.
+
+        It runs on a connection of its own with a query timeout, and only the first ``limit``
+        rows are kept.
+
+        Args:
+            cypher: exactly one statement (a trailing ``;`` is fine).
+            params: values of its ``$parameters``.
+            limit: the most rows to keep (>= 1).
+            timeout_s: stop the statement after this many seconds.
+
+        Returns:
+            The columns, the rows and whether rows were left out.
+
+        Raises:
+            StorageError: the graph is open read-write (developer Cypher never runs there).
+            ReadOnlyQueryError: the statement writes; Kuzu refused it, nothing changed.
+            QueryTimeoutError: it ran longer than ``timeout_s``.
+            InvalidInputError: several statements, or Kuzu refused it (syntax, unknown table...).
+        """
+        if not self.read_only:
+            raise StorageError("developer Cypher runs only on a graph opened read-only")
+        if self._closed:
+            raise StorageError("the graph database is closed")
+        connection = kuzu.Connection(self._db)
+        try:
+            connection.set_query_timeout(max(1, round(timeout_s * 1000)))
+            # prepare() refuses several statements before running any; execute() would run all.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                try:
+                    statement = connection.prepare(cypher)
+                    if not statement.is_success():
+                        raise _statement_error(statement.get_error_message(), timeout_s)
+                    result = connection.execute(statement, params or {})
+                except RuntimeError as exc:
+                    raise _statement_error(str(exc), timeout_s) from exc
+            results = result if isinstance(result, list) else [result]
+            last = results[-1]
+            rows: list[list[Any]] = []
+            while len(rows) < limit and last.has_next():
+                rows.append(list(last.get_next()))
+            truncated = last.has_next()
+            columns = list(last.get_column_names())
+            for each in results:
+                each.close()
+            return CypherResult(columns=columns, rows=rows, truncated=truncated)
+        finally:
+            connection.close()
 
     # --- writes --------------------------------------------------------------------------------
 

@@ -385,6 +385,16 @@ class VectorStore:
                     found[str(node_id)] = matrix[row]
         return found
 
+    def id_vectors(self, where: VectorFilter | None = None) -> pa.Table:
+        """The id and vector columns of every row passing ``where``, in one scan (export reads
+        them whole where thousands of id lookups would each scan the table)."""
+        predicate = where.to_sql() if where else None
+        with self._lock.reading():
+            builder = self._table.search()
+            if predicate:
+                builder = builder.where(predicate)
+            return builder.select(["id", "vector"]).limit(None).to_arrow()
+
     def all_ids(self, where: VectorFilter | None = None) -> list[str]:
         """The id of every row passing ``where``, one entry per row (an id held twice appears
         twice). Reads the whole id column: for consistency checks, not for queries."""

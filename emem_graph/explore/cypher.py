@@ -1,0 +1,443 @@
+"""Read-only Cypher on a memory directory: run a statement or a named query, format the rows.
+
+The graph is opened read-only, so Kuzu itself refuses any write to the memory; statements that
+would write files or change the session (COPY ... TO, EXPORT, INSTALL, ATTACH, BEGIN...) are
+refused before they reach Kuzu.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+import itertools
+import json
+import math
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from emem_graph.errors import DatabaseLockedError, InvalidInputError, ReadOnlyQueryError
+from emem_graph.resources import read_cypher, resource_dir
+from emem_graph.storage.graph import CypherResult, GraphDB
+from emem_graph.storage.store import GRAPH_FILE
+
+__all__ = [
+    "DEFAULT_LIMIT",
+    "DEFAULT_TIMEOUT_S",
+    "FORMATS",
+    "CypherResult",
+    "NamedQuery",
+    "OutputFormat",
+    "cypher_code",
+    "format_named_queries",
+    "format_result",
+    "list_named_queries",
+    "named_query",
+    "open_graph",
+    "parameters_of",
+    "parse_params",
+    "query_graph",
+    "run_cypher",
+    "run_named_query",
+    "split_statements",
+]
+
+OutputFormat = Literal["table", "json", "csv"]
+FORMATS: tuple[str, ...] = get_args(OutputFormat)
+DEFAULT_LIMIT = 1000
+DEFAULT_TIMEOUT_S = 30.0
+TABLE_CELL_MAX = 60
+"""Table cells longer than this are cut (a node prints as all its properties); json and csv
+keep every value whole."""
+
+# Comments and quoted text (strings, `escaped names`): where $words and ; are not Cypher.
+_NOT_CODE = re.compile(
+    r"//[^\n]*|/\*.*?\*/|'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"|`[^`]*`", re.DOTALL
+)
+_PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_PARAM_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_WORD = re.compile(r"[A-Za-z_]+")
+_WRITE_CLAUSE = re.compile(r"\b(CREATE|MERGE|SET|DELETE|REMOVE|COPY|DROP|ALTER)\b", re.IGNORECASE)
+# Statements the read-only database would still run: they write files, load code, attach other
+# databases or control transactions. The first keyword decides (after EXPLAIN / PROFILE).
+_REFUSED_FIRST_WORDS = frozenset(
+    {
+        "COPY",
+        "EXPORT",
+        "IMPORT",
+        "INSTALL",
+        "UNINSTALL",
+        "ATTACH",
+        "DETACH",
+        "USE",
+        "BEGIN",
+        "COMMIT",
+        "ROLLBACK",
+        "CHECKPOINT",
+    }
+)
+
+
+@dataclass(frozen=True)
+class NamedQuery:
+    """One file of queries/.
+
+    Attributes:
+        name: the file name without ``.cypher``.
+        description: the first sentence of its header comment.
+        parameters: its ``$parameters`` in order of first use.
+        cypher: the statement.
+        writes: it creates, changes or deletes (one of the store's own queries); run here, it
+            is refused like any write.
+    """
+
+    name: str
+    description: str
+    parameters: tuple[str, ...]
+    cypher: str
+    writes: bool
+
+
+# --- opening ---------------------------------------------------------------------------------
+
+
+@contextmanager
+def open_graph(directory: str | Path) -> Iterator[GraphDB]:
+    """Open the graph of the memory in ``directory`` read-only for a ``with`` block.
+
+    Raises:
+        InvalidInputError: the directory does not exist or holds no graph.
+        DatabaseLockedError: another process holds the memory read-write.
+        SchemaVersionError: the graph is not an emem_graph one, or of another schema version.
+        StorageError: the graph file is not a Kuzu database.
+    """
+    root = Path(directory)
+    if not root.is_dir():
+        raise InvalidInputError(f"no memory directory {root}")
+    path = root / GRAPH_FILE
+    if not path.exists():
+        raise InvalidInputError(f"{root} is not an emem_graph memory (it holds no {GRAPH_FILE})")
+    try:
+        graph = GraphDB(path, read_only=True)
+    except DatabaseLockedError as exc:
+        raise DatabaseLockedError(
+            f"the memory {root} is open read-write in another process (a running memory or "
+            "robot), and Kuzu lets no other process open it meanwhile: while it runs, query it "
+            "through the ROS bridge's Query service, or stop that process first"
+        ) from exc
+    try:
+        graph.ensure_schema({})
+        yield graph
+    finally:
+        graph.close()
+
+
+# --- running ---------------------------------------------------------------------------------
+
+
+def query_graph(
+    graph: GraphDB,
+    cypher: str,
+    params: dict[str, Any] | None = None,
+    *,
+    limit: int = DEFAULT_LIMIT,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> CypherResult:
+    """Run one read-only statement on a graph from open_graph().
+
+    Args:
+        graph: a graph opened read-only.
+        cypher: one Cypher statement.
+        params: a value for each ``$parameter`` of the statement, and no others.
+        limit: the most rows to return; the result says when there were more.
+        timeout_s: stop the statement after this many seconds.
+
+    Returns:
+        The columns and rows.
+
+    Raises:
+        ReadOnlyQueryError: the statement would write (the memory or files).
+        QueryTimeoutError: it ran longer than ``timeout_s``.
+        InvalidInputError: a missing or unknown parameter, several statements, a bad limit, or
+            Kuzu refused the statement.
+    """
+    if limit < 1:
+        raise InvalidInputError(f"the row limit must be at least 1, not {limit}")
+    if not (timeout_s > 0 and math.isfinite(timeout_s)):
+        raise InvalidInputError(
+            f"the timeout must be a positive number of seconds, not {timeout_s}"
+        )
+    code = cypher_code(cypher)
+    if not code.strip(" \t\r\n;"):
+        raise InvalidInputError("the Cypher statement is empty")
+    statements = len(split_statements(cypher))
+    if statements > 1:
+        raise InvalidInputError(f"give one Cypher statement at a time (found {statements})")
+    _refuse_side_effects(code)
+    given = dict(params or {})
+    _check_params(parameters_of(cypher), given)
+    return graph.run_statement(cypher, given, limit=limit, timeout_s=timeout_s)
+
+
+def run_cypher(
+    directory: str | Path,
+    cypher: str,
+    params: dict[str, Any] | None = None,
+    limit: int = DEFAULT_LIMIT,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> CypherResult:
+    """Run one read-only Cypher statement on the memory in ``directory``.
+
+    Args:
+        directory: the memory's directory (its db_path).
+        cypher: one Cypher statement; writes are refused.
+        params: a value for each ``$parameter`` of the statement.
+        limit: the most rows to return; ``truncated`` tells when there were more.
+        timeout_s: stop the statement after this many seconds.
+
+    Returns:
+        The columns and rows.
+
+    Raises:
+        ReadOnlyQueryError: the statement would write; the memory is unchanged.
+        QueryTimeoutError: it ran longer than ``timeout_s``.
+        DatabaseLockedError: another process holds the memory read-write.
+        InvalidInputError: no memory there, a missing or unknown parameter, several statements,
+            or Kuzu refused the statement.
+    """
+    with open_graph(directory) as graph:
+        return query_graph(graph, cypher, params, limit=limit, timeout_s=timeout_s)
+
+
+def run_named_query(
+    directory: str | Path,
+    name: str,
+    params: dict[str, Any] | None = None,
+    limit: int = DEFAULT_LIMIT,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> CypherResult:
+    """Run the named query ``queries/<name>.cypher`` read-only on the memory in ``directory``.
+
+    Raises:
+        InvalidInputError: no such query (the message lists close names), or as run_cypher.
+        ReadOnlyQueryError: the query writes (queries/ also holds the store's write queries).
+    """
+    query = named_query(name)
+    return run_cypher(directory, query.cypher, params, limit=limit, timeout_s=timeout_s)
+
+
+# --- named queries ---------------------------------------------------------------------------
+
+
+def list_named_queries() -> list[NamedQuery]:
+    """Every file of queries/, by name, with its parameters and description."""
+    names = sorted(path.stem for path in resource_dir("queries").glob("*.cypher"))
+    return [_named(name, read_cypher("queries", name)) for name in names]
+
+
+def format_named_queries(queries: Sequence[NamedQuery]) -> str:
+    """Two lines per query: its name with its ``$parameters`` (and ``[writes: refused here]``
+    for the store's write queries), then its description, indented."""
+    lines: list[str] = []
+    for query in queries:
+        names = " ".join(f"${name}" for name in query.parameters)
+        writes = "  [writes: refused here]" if query.writes else ""
+        lines.append(f"{query.name} {names}".rstrip() + writes)
+        lines.append(f"    {query.description}")
+    return "\n".join(lines)
+
+
+def named_query(name: str) -> NamedQuery:
+    """The query ``queries/<name>.cypher`` (``.cypher`` may be given).
+
+    Raises:
+        InvalidInputError: no such query; the message names the closest ones.
+    """
+    name = name.removesuffix(".cypher")
+    known = [query.name for query in list_named_queries()]
+    if name not in known:
+        close = difflib.get_close_matches(name, known, n=5, cutoff=0.5)
+        close += [k for k in known if name and name in k and k not in close][: 5 - len(close)]
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise InvalidInputError(
+            f"no named query {name!r}{hint} (emem-graph query --list lists them all)"
+        )
+    return _named(name, read_cypher("queries", name))
+
+
+def _named(name: str, text: str) -> NamedQuery:
+    header: list[str] = []
+    for line in text.splitlines():
+        if not line.lstrip().startswith("//"):
+            break
+        header.append(line.lstrip()[2:].strip())
+    comment = " ".join(part for part in header if part)
+    description = re.split(r"(?<=[.!?])\s+", comment, maxsplit=1)[0] if comment else ""
+    # Parameters in the order the header lists them (``$x $y $radius``), then any others.
+    used = parameters_of(text)
+    listed = [p for p in dict.fromkeys(_PARAMETER.findall(comment)) if p in used]
+    parameters = (*listed, *(p for p in used if p not in listed))
+    writes = _WRITE_CLAUSE.search(cypher_code(text)) is not None
+    return NamedQuery(name, description, parameters, text, writes)
+
+
+# --- parameters ------------------------------------------------------------------------------
+
+
+def parameters_of(cypher: str) -> tuple[str, ...]:
+    """The ``$parameters`` a statement uses, in order of first use (comments and strings
+    ignored)."""
+    return tuple(dict.fromkeys(_PARAMETER.findall(cypher_code(cypher))))
+
+
+def parse_params(pairs: Sequence[str]) -> dict[str, Any]:
+    """Parse ``NAME=VALUE`` pairs (``--param``): a value is read as JSON when it is JSON
+    (``3``, ``2.5``, ``true``, ``null``, ``[1, 2]``, ``"007"``), otherwise kept as text.
+
+    Raises:
+        InvalidInputError: a pair without ``=``, a name that is not an identifier, a name given
+            twice.
+    """
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        key = key.strip().removeprefix("$")
+        if not sep or not _PARAM_KEY.match(key):
+            raise InvalidInputError(f"a parameter is NAME=VALUE (e.g. limit=5), not {pair!r}")
+        if key in params:
+            raise InvalidInputError(f"parameter {key} is given twice")
+        try:
+            params[key] = json.loads(raw)
+        except ValueError:
+            params[key] = raw
+    return params
+
+
+def _check_params(needed: tuple[str, ...], given: dict[str, Any]) -> None:
+    # Kuzu reads a parameter that was not given as NULL, silently: check before running.
+    missing = [name for name in needed if name not in given]
+    if missing:
+        names = ", ".join(f"${name}" for name in missing)
+        raise InvalidInputError(
+            f"the query needs parameter(s) {names}: give each as --param NAME=VALUE"
+        )
+    unknown = [name for name in given if name not in needed]
+    if unknown:
+        takes = ", ".join(f"${name}" for name in needed) or "none"
+        raise InvalidInputError(
+            f"the query has no parameter(s) {', '.join(unknown)} (it takes: {takes})"
+        )
+
+
+# --- statements ------------------------------------------------------------------------------
+
+
+def cypher_code(cypher: str) -> str:
+    """``cypher`` with comments and quoted text blanked out, character for character (so
+    positions still match): what is left is keywords, names, numbers and punctuation."""
+    return _NOT_CODE.sub(lambda match: re.sub(r"[^\n]", " ", match.group()), cypher)
+
+
+def split_statements(text: str) -> list[str]:
+    """Split text at the ``;`` that end statements (not those inside strings or comments);
+    empty statements are dropped."""
+    code = cypher_code(text)
+    statements: list[str] = []
+    start = 0
+    for end in [i for i, char in enumerate(code) if char == ";"] + [len(text)]:
+        if code[start:end].strip():
+            statements.append(text[start:end].strip())
+        start = end + 1
+    return statements
+
+
+def _refuse_side_effects(code: str) -> None:
+    words = [match.group().upper() for match in itertools.islice(_WORD.finditer(code), 3)]
+    while words and words[0] in ("EXPLAIN", "PROFILE"):
+        words.pop(0)
+    first = words[0] if words else ""
+    if first in _REFUSED_FIRST_WORDS or words[:2] == ["LOAD", "EXTENSION"]:
+        raise ReadOnlyQueryError(
+            f"the memory is read-only here: {first} statements are refused (this surface only "
+            "reads: it writes no files, loads no extensions, attaches no databases and opens "
+            "no transactions)"
+        )
+
+
+# --- formatting ------------------------------------------------------------------------------
+
+
+def format_result(result: CypherResult, output: str = "table") -> str:
+    """Render rows as ``table`` (aligned text with a row count), ``json`` (an object with
+    columns, rows as objects and truncated) or ``csv`` (a header line, then the rows).
+
+    Raises:
+        InvalidInputError: an unknown format.
+    """
+    if output == "table":
+        return _table(result)
+    if output == "json":
+        rows = [dict(zip(result.columns, row, strict=True)) for row in result.rows]
+        document = {"columns": result.columns, "rows": rows, "truncated": result.truncated}
+        return json.dumps(document, indent=2, ensure_ascii=False, default=_json_default)
+    if output == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(result.columns)
+        writer.writerows([_text(value) for value in row] for row in result.rows)
+        return buffer.getvalue().rstrip("\n")
+    raise InvalidInputError(f"unknown format {output!r}; one of {', '.join(FORMATS)}")
+
+
+def _table(result: CypherResult) -> str:
+    header = list(result.columns)
+    cells = [[_cell(value) for value in row] for row in result.rows]
+    widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(header)]
+    lines = []
+    if header:
+        lines.append(" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
+        lines.append("-+-".join("-" * w for w in widths))
+        lines.extend(
+            " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+            for row in cells
+        )
+    count = len(result.rows)
+    footer = f"({count} row{'' if count == 1 else 's'}"
+    if result.truncated:
+        footer += f"; more were left out at the limit of {count} rows"
+    lines.append(footer + ")")
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    text = "NULL" if value is None else _text(value)
+    text = " ".join(text.split()) if any(c in text for c in "\n\r\t") else text
+    return text if len(text) <= TABLE_CELL_MAX else text[: TABLE_CELL_MAX - 1] + "…"
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, dict | list | tuple):
+        return json.dumps(value, ensure_ascii=False, default=_json_default)
+    return str(_json_default(value))
+
+
+def _json_default(value: Any) -> Any:
+    # Kuzu returns datetime, date, timedelta, UUID and Decimal for those column types.
+    isoformat = getattr(value, "isoformat", None)
+    if callable(isoformat):
+        return isoformat()
+    if hasattr(value, "total_seconds"):
+        return value.total_seconds()
+    return str(value)

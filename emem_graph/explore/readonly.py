@@ -1,0 +1,69 @@
+"""ReadOnlyMemory: a memory directory opened for reading only, for export and stats.
+
+The graph is opened with Kuzu's read-only mode and the vector table only if it exists (opening
+a VectorStore on a directory without one would create it): nothing here can change the memory.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import TracebackType
+
+from emem_graph.errors import InvalidInputError
+from emem_graph.storage.graph import GraphDB
+from emem_graph.storage.store import GRAPH_FILE, PENDING_DIR, VECTOR_DIR
+from emem_graph.storage.vectors import TABLE, VectorStore
+
+
+class ReadOnlyMemory:
+    """The graph (read-only) and, when it exists, the vector table of one memory directory.
+
+    Use as a context manager; several read-only openers may share a memory, but none can open
+    it while a process holds it read-write (Kuzu's rule).
+
+    Args:
+        directory: the memory's directory (what SpatioTemporalMemory's db_path named).
+
+    Raises:
+        InvalidInputError: the directory holds no emem_graph memory.
+        DatabaseLockedError: another process has the memory open read-write.
+        SchemaVersionError: the memory was written with another schema version.
+    """
+
+    def __init__(self, directory: str | Path) -> None:
+        self.root = Path(directory)
+        self.graph_path = self.root / GRAPH_FILE
+        self.vector_path = self.root / VECTOR_DIR
+        self.pending_path = self.root / PENDING_DIR
+        if not self.graph_path.is_file():
+            raise InvalidInputError(
+                f"{self.root} is not an emem_graph memory (no {GRAPH_FILE} inside); give the "
+                "directory a SpatioTemporalMemory was created in"
+            )
+        self.graph = GraphDB(self.graph_path, read_only=True)
+        try:
+            self.info = self.graph.ensure_schema({})
+            self.embedding_dim = int(self.info.get("embedding_dim", "0"))
+            self.vectors = (
+                VectorStore(self.vector_path, self.embedding_dim)
+                if (self.vector_path / f"{TABLE}.lance").is_dir()
+                else None
+            )
+        except BaseException:
+            self.graph.close()
+            raise
+
+    def close(self) -> None:
+        """Close the graph (idempotent); the vector table holds no open handle to release."""
+        self.graph.close()
+
+    def __enter__(self) -> ReadOnlyMemory:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
