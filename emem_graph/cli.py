@@ -25,26 +25,160 @@ def _embedder(name: str) -> EmbeddingProvider:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from emem_graph.demo import run_demo
 
-    run_demo(Path(args.directory), embedder=_embedder(args.embedder), rounds=args.rounds)
+    run_demo(
+        Path(args.directory),
+        embedder=_embedder(args.embedder),
+        rounds=args.rounds,
+        progress=not args.quiet,
+    )
     return 0
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     import json
 
-    from emem_graph.bench import bench_ingest
+    from emem_graph.bench import run_bench, table, to_json
 
-    embedder = None if args.model == "none" else _embedder(args.model)
-    result = bench_ingest(
-        args.n, Path(args.out), embedder, args.batch_size, model_n=args.model_n, keep=args.keep
+    result = run_bench(
+        args.n,
+        Path(args.out),
+        repeats=args.queries,
+        batch_size=args.batch_size,
+        model=None if args.model == "none" else _embedder(args.model),
+        model_n=args.model_n,
+        compare=args.compare,
+        keep=args.keep,
+        progress=not args.quiet,
     )
-    print(json.dumps(result, indent=2))
+    if args.json:
+        print(json.dumps(to_json(result.setup, result.figures), indent=2))
+    else:
+        print(table(result.setup, result.figures), end="")
+    return 0
+
+
+def _add_query_options(parser: argparse.ArgumentParser, *, params: bool = True) -> None:
+    from emem_graph.explore.cypher import DEFAULT_LIMIT, DEFAULT_TIMEOUT_S, FORMATS
+
+    if params:
+        parser.add_argument(
+            "--param",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help='a $parameter; VALUE is read as JSON when it is JSON (5, true, [1,2], "007")',
+        )
+    parser.add_argument("--format", choices=FORMATS, default="table", help="output format")
+    parser.add_argument(
+        "--limit", type=int, default=DEFAULT_LIMIT, help=f"most rows (default {DEFAULT_LIMIT})"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"stop a statement after this long (default {DEFAULT_TIMEOUT_S:g})",
+    )
+
+
+def _print_rows(text: str, *, truncated: bool) -> None:
+    print(text)
+    if truncated:
+        print("emem-graph: more rows than --limit; only the first are shown", file=sys.stderr)
+
+
+def _cmd_cypher(args: argparse.Namespace) -> int:
+    from emem_graph.explore.cypher import format_result, parse_params, run_cypher
+
+    params = parse_params(args.param)
+    result = run_cypher(args.directory, args.cypher, params, args.limit, args.timeout)
+    _print_rows(
+        format_result(result, args.format), truncated=result.truncated and args.format != "table"
+    )
+    return 0
+
+
+def _cmd_shell(args: argparse.Namespace) -> int:
+    from emem_graph.explore.shell import shell
+
+    shell(args.directory, limit=args.limit, timeout_s=args.timeout, output=args.format)
+    return 0
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    from emem_graph.errors import InvalidInputError
+    from emem_graph.explore.cypher import (
+        format_named_queries,
+        format_result,
+        list_named_queries,
+        parse_params,
+        run_named_query,
+    )
+
+    if args.list:
+        print(format_named_queries(list_named_queries()))
+        return 0
+    if args.directory is None or args.name is None:
+        raise InvalidInputError("give the memory directory and a query name (or --list)")
+    params = parse_params(args.param)
+    result = run_named_query(args.directory, args.name, params, args.limit, args.timeout)
+    _print_rows(
+        format_result(result, args.format), truncated=result.truncated and args.format != "table"
+    )
     return 0
 
 
 # --- cypher / shell / query: _cmd_ functions above this line (emem_graph.explore.cypher) ------
 
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from emem_graph.explore.export import export_memory
+
+    area = args.near or args.box
+    summary = export_memory(
+        Path(args.directory),
+        Path(args.out),
+        args.format,
+        time_after=args.after,
+        time_before=args.before,
+        area=tuple(area) if area else None,
+        layer=args.layer,
+        episode_id=args.episode,
+        include_vectors=args.vectors,
+        progress=not args.quiet,
+    )
+    print(summary.describe())
+    return 0
+
+
+def _cmd_stats(args: argparse.Namespace) -> int:
+    from emem_graph.explore.stats import format_stats, memory_stats
+
+    stats = memory_stats(Path(args.directory))
+    print(stats.to_json() if args.json else format_stats(stats))
+    return 0
+
+
 # --- export / stats: _cmd_ functions above this line (emem_graph.explore.export, .stats) ----
+
+
+def _cmd_map(args: argparse.Namespace) -> int:
+    from emem_graph.explore.mapping import render_map
+
+    area = args.near or args.box
+    summary = render_map(
+        Path(args.directory),
+        Path(args.out),
+        time_after=args.after,
+        time_before=args.before,
+        area=tuple(area) if area else None,
+        layers=args.layer,
+        dpi=args.dpi,
+        progress=not args.quiet,
+    )
+    print(summary.describe())
+    return 0
+
 
 # --- map: _cmd_ functions above this line (emem_graph.explore.mapping) ----------------------
 
@@ -71,25 +205,130 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=_cmd_demo)
 
     bench = commands.add_parser(
-        "bench", help="ingest throughput against the floor of this stack, same run"
+        "bench",
+        help="benchmark a synthetic patrol: ingest, the ten tools, filtered search, reopen, "
+        "disk, each beside a baseline measured in the same run",
     )
     bench.add_argument("--n", type=int, default=100_000, help="observations (default 100k)")
-    bench.add_argument("--out", default="bench-memory", help="scratch directory")
-    bench.add_argument("--batch-size", type=int, default=1000, help="flush batch size")
+    bench.add_argument(
+        "--out", default="bench-memory", help="scratch directory (default bench-memory)"
+    )
+    bench.add_argument("--queries", type=int, default=20, help="timed calls per tool (default 20)")
+    bench.add_argument(
+        "--batch-size", type=int, default=1000, help="adds between two flushes (default 1000)"
+    )
     bench.add_argument(
         "--model",
         default="none",
-        help="also ingest through this embedder: a sentence-transformers model, or 'hashing'",
+        help="also ingest letting the memory embed with this sentence-transformers model "
+        "(or 'hashing'), against the embedder alone plus the floor",
     )
     bench.add_argument("--model-n", type=int, default=None, help="observations for the model run")
+    bench.add_argument(
+        "--compare",
+        choices=["emem"],
+        default=None,
+        help="also drive eMEM (pip install 'emem==0.3.0') through the same workload",
+    )
+    bench.add_argument("--json", action="store_true", help="print JSON instead of the table")
     bench.add_argument("--keep", action="store_true", help="keep the scratch databases")
     bench.set_defaults(run=_cmd_bench)
 
     # --- cypher / shell / query parsers below this line ---------------------------------------
+    cypher = commands.add_parser("cypher", help="run one read-only Cypher statement on a memory")
+    cypher.add_argument("directory", help="memory directory")
+    cypher.add_argument("cypher", help="one Cypher statement (writes are refused)")
+    _add_query_options(cypher)
+    cypher.set_defaults(run=_cmd_cypher)
+
+    shell = commands.add_parser("shell", help="interactive read-only Cypher shell on a memory")
+    shell.add_argument("directory", help="memory directory")
+    _add_query_options(shell, params=False)
+    shell.set_defaults(run=_cmd_shell)
+
+    query = commands.add_parser("query", help="run a named query of queries/ (read-only)")
+    query.add_argument("directory", nargs="?", help="memory directory")
+    query.add_argument("name", nargs="?", help="the query's name (see --list)")
+    query.add_argument(
+        "--list", action="store_true", help="list the named queries with their parameters"
+    )
+    _add_query_options(query)
+    query.set_defaults(run=_cmd_query)
 
     # --- export / stats parsers below this line -----------------------------------------------
+    export = commands.add_parser(
+        "export",
+        help="write a memory (or part of it) as GraphML, node-link JSON, Parquet or CSV",
+        description="Export the memory in DIR (opened read-only) to OUT: one file for graphml "
+        "and json, a directory of one file per node and rel table for parquet and csv. With "
+        "filters, the matching observations and the episodes, gists and entities linked to "
+        "them. Relative times count back from the memory's newest observation.",
+    )
+    export.add_argument("directory", metavar="DIR", help="memory directory")
+    export.add_argument(
+        "--format", required=True, choices=("graphml", "json", "parquet", "csv"), help="format"
+    )
+    export.add_argument("out", metavar="OUT", help="file (graphml, json) or directory to write")
+    export.add_argument(
+        "--after",
+        metavar="T",
+        help="from this time: '10m' (ago; or --after=-10m), 'yesterday', a Unix timestamp",
+    )
+    export.add_argument("--before", metavar="T", help="until this time (same forms as --after)")
+    export_area = export.add_mutually_exclusive_group()
+    export_area.add_argument(
+        "--near", nargs=3, type=float, metavar=("X", "Y", "R"), help="only within R m of (X, Y)"
+    )
+    export_area.add_argument(
+        "--box",
+        nargs=4,
+        type=float,
+        metavar=("XMIN", "YMIN", "XMAX", "YMAX"),
+        help="only inside this box (metres)",
+    )
+    export.add_argument("--layer", metavar="L", help="only observations of this layer")
+    export.add_argument("--episode", metavar="ID", help="only observations of this episode")
+    export.add_argument(
+        "--vectors", action="store_true", help="add each node's vector to the Parquet node files"
+    )
+    export.set_defaults(run=_cmd_export)
+
+    stats = commands.add_parser(
+        "stats", help="counts, time span, disk use and vector sync state of a memory"
+    )
+    stats.add_argument("directory", metavar="DIR", help="memory directory")
+    stats.add_argument("--json", action="store_true", help="print JSON instead of text")
+    stats.set_defaults(run=_cmd_stats)
 
     # --- map parser below this line -----------------------------------------------------------
+    map_ = commands.add_parser(
+        "map",
+        help="draw a top-down map of a memory (trajectory, layers, entities, gists) as a PNG",
+        description="Draw a top-down map of the memory in DIR into OUT.png (opened read-only). "
+        "Relative times count back from the memory's newest observation.",
+    )
+    map_.add_argument("directory", metavar="DIR", help="memory directory")
+    map_.add_argument("out", metavar="OUT.png", help="image to write")
+    map_.add_argument(
+        "--after", metavar="T", help="from this time: '10m' (ago), 'yesterday', a Unix timestamp"
+    )
+    map_.add_argument("--before", metavar="T", help="until this time (same forms as --after)")
+    where = map_.add_mutually_exclusive_group()
+    where.add_argument(
+        "--near", nargs=3, type=float, metavar=("X", "Y", "R"), help="only within R m of (X, Y)"
+    )
+    where.add_argument(
+        "--box",
+        nargs=4,
+        type=float,
+        metavar=("XMIN", "YMIN", "XMAX", "YMAX"),
+        help="only inside this box (metres)",
+    )
+    map_.add_argument(
+        "--layer", action="extend", nargs="+", metavar="L", help="only these layers (default all)"
+    )
+    map_.add_argument("--dpi", type=int, default=120, help="pixels per inch (default 120)")
+    map_.set_defaults(run=_cmd_map)
 
     return parser
 
@@ -106,6 +345,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EmemGraphError as exc:
         print(f"emem-graph: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`emem-graph query --list | head`): stop quietly, as cat does.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

@@ -149,6 +149,7 @@ def run_demo(
     rounds: int = 2,
     fresh: bool = True,
     echo: Callable[[str], None] = print,
+    progress: bool = True,
 ) -> SpatioTemporalMemory:
     """Build the patrol memory in ``directory`` and ask it every retrieval tool, printing the
     answers. Returns the (closed) memory object for inspection."""
@@ -166,7 +167,9 @@ def run_demo(
     with SpatioTemporalMemory(
         config=config, embedding_provider=embedder, get_current_time=clock
     ) as memory:
-        added = build_patrol_memory(memory, clock=clock, advance=advance, rounds=rounds)
+        added = build_patrol_memory(
+            memory, clock=clock, advance=advance, rounds=rounds, progress=progress
+        )
         store = memory.store
         counts = store.counts()
         echo(f"\nRemembered {added} observations in {directory}")

@@ -1,35 +1,107 @@
-"""Smoke test of the ingest benchmark (no timing assertions: only that it runs end to end)."""
+"""`emem-graph bench` end to end at small N: every figure beside its baseline, as a table and as
+JSON, and the eMEM comparison (no timing assertions: machines differ)."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
-from emem_graph import HashingEmbedder
-from emem_graph.bench import bench_ingest, patrol_workload
+import numpy as np
+import pytest
+
+from emem_graph.bench import TOOLS, patrol_workload
+from emem_graph.bench.compare import emem_version
+from emem_graph.bench.report import SECTIONS
+from emem_graph.bench.workload import BODY_LAYER, LAYERS, PERIOD
+from emem_graph.cli import main
+
+FIGURES = (
+    ["ingest"]
+    + [f"{tool} {p}" for tool in TOOLS for p in ("p50", "p95")]
+    + [
+        "semantic_search, 1% area p50",
+        "semantic_search, 1% area p95",
+        "results, no filter",
+        "results, 1% area",
+        "reopen + first query",
+        "disk",
+    ]
+)
 
 
-def test_bench_ingest_smoke(tmp_path: Path) -> None:
-    result = bench_ingest(2000, tmp_path, embedder=HashingEmbedder(384), batch_size=500)
-    assert result["n"] == 2000
-    for section in ("floor", "ours", "model"):
-        assert result[section]["obs_per_s"] > 0
-        assert result[section]["seconds"] > 0
-    assert result["floor"]["kuzu_copy_s"] > 0 and result["floor"]["lance_add_s"] > 0
-    assert result["ours"]["flushes"] == 4
-    assert result["ours"]["graph_bytes"] > 0 and result["ours"]["vectors_bytes"] > 0
-    assert result["ratio"] > 0
-    assert result["model"]["n"] == 2000
-    assert result["model"]["embed_only_obs_per_s"] > 0
-    assert result["model"]["embed_s"] > 0 and result["ours"]["embed_s"] == 0.0
-    assert result["model"]["ratio_to_floor"] > 0
-    assert not any((tmp_path / name).exists() for name in ("floor", "ours", "model"))
+def _bench(tmp_path: Path, *options: str) -> list[str]:
+    return ["-q", "bench", "--n", "1000", "--queries", "2", "--out", str(tmp_path / "b"), *options]
 
 
-def test_patrol_workload_shape() -> None:
-    work = patrol_workload(100)
-    assert len(work) == 100 and len(set(work.ids)) == 100
-    assert work.vectors.shape == (100, 384)
-    assert abs(float((work.vectors**2).sum(axis=1).mean()) - 1.0) < 1e-5
-    assert work.layers.count("battery") == 5
-    assert work.x.min() > -1.0 and work.x.max() < 41.0
-    assert work.y.min() > -1.0 and work.y.max() < 21.0
+def test_bench_prints_every_figure_beside_its_baseline_as_a_ratio(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_bench(tmp_path, "--n", "2000")) == 0
+    out, err = capsys.readouterr()
+    assert "2,000 observations" in out
+    rows = {line.split("  ")[0].strip(): line for line in out.splitlines()}
+    for name in FIGURES:
+        cells = rows[name].split()
+        assert cells[-1].endswith("x"), rows[name]  # the ratio ours / baseline
+    assert "\r" not in err  # -q: no progress bars
+    assert not (tmp_path / "b").exists()  # scratch databases removed without --keep
+
+
+def test_bench_json_has_every_section_with_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_bench(tmp_path, "--json", "--keep")) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["n"] == 1000 and result["queries"] == 2
+    assert list(result["sections"]) == list(SECTIONS)
+    figures = {f["name"]: f for rows in result["sections"].values() for f in rows}
+    assert list(figures) == FIGURES
+    for figure in figures.values():
+        assert figure["ours"] > 0 and figure["baseline"] > 0 and figure["ratio"] > 0, figure
+        assert "emem" not in figure
+    # A prefilter, not a post-filter: all 10 results come back from a 1% area.
+    assert figures["results, 1% area"]["ours"] == 10.0
+    assert figures["results, 1% area"]["target_met"] is True
+    assert {"ours", "floor", "raw"} <= {p.name for p in (tmp_path / "b").iterdir()}
+
+
+def test_patrol_has_five_layers_and_one_observation_every_0_4_s() -> None:
+    work = patrol_workload(3000)
+    assert sorted(set(work.layers)) == sorted(LAYERS) and len(LAYERS) == 5
+    assert np.allclose(np.diff(work.t), PERIOD)
+    assert work.layers.count(BODY_LAYER) == 150 and work.body.sum() == 150
+    assert set(work.lap.tolist()) == {0, 1}  # a lap is 2,700 observations
+    assert np.allclose(np.linalg.norm(work.vectors, axis=1), 1.0, atol=1e-5)
+    assert len(work.entity_rows) == len(work.entity_names) == 30
+    assert work.x.min() > -1 and work.x.max() < 101 and work.y.min() > -1 and work.y.max() < 101
+    again = patrol_workload(3000)
+    assert again.texts == work.texts and np.array_equal(again.vectors, work.vectors)
+
+
+def test_compare_emem_without_emem_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "emem", None)  # import emem raises ImportError
+    assert main(_bench(tmp_path, "--compare", "emem")) == 2
+    err = capsys.readouterr().err
+    assert "--compare emem needs eMEM" in err and "pip install 'emem==0.3.0'" in err
+
+
+@pytest.mark.skipif(
+    emem_version() is None,
+    reason="eMEM is not installed (optional: pip install 'emem-graph[compare]'; it compiles "
+    "hnswlib, so it is not in the dev extra)",
+)
+def test_compare_emem_gives_a_ratio_to_emem_for_every_figure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_bench(tmp_path, "--compare", "emem", "--json")) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["emem"].startswith("eMEM ")
+    figures = [f for rows in result["sections"].values() for f in rows]
+    assert [f["name"] for f in figures] == FIGURES
+    for figure in figures:
+        assert figure["emem"] > 0 and figure["vs_emem"] > 0, figure
+    targets = {f["name"]: f["target"] for f in figures if "target" in f}
+    assert targets["ingest"] == ">= 3x" and targets["recall p50"] == "<= 0.05x"

@@ -1,0 +1,29 @@
+"""The benchmark behind ``emem-graph bench``: a synthetic robot patrol, written and queried
+through emem_graph (and, optionally, eMEM), every figure beside a baseline measured in the same
+run on the same data.
+
+Modules: ``workload`` (the patrol), ``baseline`` (the floor ingest and exact NumPy answers),
+``drive`` (the calls made to a memory), ``compare`` (eMEM as a subject), ``report`` (figures,
+table, JSON), ``run`` (one run, composing the others).
+
+Run: ``emem-graph bench --n 100000`` or ``python -m emem_graph.bench --n 100000``.
+"""
+
+from __future__ import annotations
+
+from emem_graph.bench.drive import TOOLS
+from emem_graph.bench.report import Figure, Target, table, to_json
+from emem_graph.bench.run import BenchResult, run_bench
+from emem_graph.bench.workload import PatrolWorkload, patrol_workload
+
+__all__ = [
+    "TOOLS",
+    "BenchResult",
+    "Figure",
+    "PatrolWorkload",
+    "Target",
+    "patrol_workload",
+    "run_bench",
+    "table",
+    "to_json",
+]

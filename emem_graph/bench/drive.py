@@ -1,0 +1,252 @@
+"""Driving a memory through the benchmark: the same calls for emem_graph and for eMEM.
+
+emem_graph is a drop-in for eMEM's ``SpatioTemporalMemory``, so one ingest loop and one set of
+tool calls serve both; a ``Subject`` says only how to open each memory, how to bring it to a
+settled state after the adds, and how to consolidate its last episode.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from emem_graph.bench.workload import (
+    AREA_RADIUS,
+    BODY_LAYER,
+    INTEROCEPTION,
+    OBJECTS,
+    QUERIES,
+    RECENT_MINUTES,
+    SPATIAL_RADIUS,
+    PatrolWorkload,
+)
+from emem_graph.config import MemoryConfig
+from emem_graph.ingest.embeddings import EmbeddingProvider
+from emem_graph.memory import SpatioTemporalMemory
+
+TOOLS = (
+    "semantic_search",
+    "spatial_query",
+    "temporal_query",
+    "episode_summary",
+    "get_current_context",
+    "search_gists",
+    "entity_query",
+    "locate",
+    "recall",
+    "body_status",
+)
+AREA_SEARCH = "semantic_search_area"
+"""semantic_search with the 1% area prefilter (near_x, near_y, spatial_radius)."""
+_NUMBERED = re.compile(r"^\d+\. ", re.MULTILINE)
+
+
+class SimClock:
+    """The robot's clock: follows the patrol while it is written, then stays at its end."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class Subject:
+    """A memory under test, with what differs between implementations.
+
+    Attributes:
+        name: shown in the report ("emem_graph", "eMEM 0.3.0").
+        directory: where the memory lives (its disk use is measured there).
+        open: opens (or reopens) the memory; the result has eMEM's facade methods.
+        settle: after the last add, brings everything to disk and indexed (timed with ingest).
+        consolidate: ends the active episode with consolidation and waits for it.
+    """
+
+    name: str
+    directory: Path
+    open: Callable[[], Any]
+    settle: Callable[[Any], None]
+    consolidate: Callable[[Any], None]
+
+
+def emem_graph_subject(
+    directory: Path, embedder: EmbeddingProvider, clock: SimClock, batch_size: int
+) -> Subject:
+    """emem_graph with its defaults, except: one flush per ``batch_size`` adds (not on the
+    timer) and no background maintenance (eMEM has none), so the figures are repeatable."""
+    config = MemoryConfig(
+        db_path=str(directory),
+        embedding_dim=embedder.dim,
+        flush_batch_size=batch_size,
+        flush_interval=1e9,
+        maintenance_interval=None,
+    )
+
+    def settle(memory: SpatioTemporalMemory) -> None:
+        memory.flush()
+        memory.extract_entities()
+        memory.store.vectors.compact()  # merge fragments, index the last rows
+
+    return Subject(
+        name="emem_graph",
+        directory=directory,
+        open=lambda: SpatioTemporalMemory(
+            config=config, embedding_provider=embedder, get_current_time=clock
+        ),
+        settle=settle,
+        consolidate=lambda memory: memory.end_episode(consolidate=True, wait=True),
+    )
+
+
+def ingest(
+    memory: Any,
+    work: PatrolWorkload,
+    clock: SimClock,
+    settle: Callable[[Any], None],
+    *,
+    vectors_given: bool = True,
+    progress: bool = False,
+    desc: str = "ingest",
+) -> dict[str, float]:
+    """Write the patrol through the facade: one episode per lap, add() with the given vector
+    (or none, letting the memory embed), add_body_state() for battery readings, add_entity()
+    for the sightings; then ``settle``. The last lap's episode is left active.
+
+    Returns:
+        {"seconds", "obs_per_s"} of the whole, settle included; "adds_s" and "settle_s" split
+        the seconds into the add() loop and the settling.
+    """
+    n = len(work)
+    xs, ys, ts = work.x.tolist(), work.y.tolist(), work.t.tolist()
+    laps = work.lap.tolist()
+    sightings = dict(zip(work.entity_rows.tolist(), work.entity_names, strict=True))
+    current_lap = -1
+    bar = tqdm(total=n, desc=desc, unit="obs", disable=not progress, leave=False)
+    start = time.perf_counter()
+    for i in range(n):
+        clock.now = ts[i]
+        if laps[i] != current_lap:
+            if current_lap >= 0:
+                memory.end_episode(consolidate=False)
+            current_lap = laps[i]
+            memory.start_episode(f"patrol lap {current_lap}")
+        if work.source_types[i] == INTEROCEPTION:
+            memory.add_body_state(work.texts[i], BODY_LAYER, x=xs[i], y=ys[i], timestamp=ts[i])
+        else:
+            memory.add(
+                work.texts[i],
+                xs[i],
+                ys[i],
+                timestamp=ts[i],
+                layer_name=work.layers[i],
+                source_type=work.source_types[i],
+                embedding=work.vectors[i] if vectors_given else None,
+            )
+        name = sightings.get(i)
+        if name is not None:
+            memory.add_entity(name, xs[i], ys[i], timestamp=ts[i], entity_type="object")
+        if i % 100 == 99:
+            bar.update(100)
+    adds = time.perf_counter() - start
+    bar.update(n - bar.n)
+    bar.set_description(f"{desc} (settling)")
+    try:
+        settle(memory)
+    finally:
+        bar.close()
+    seconds = time.perf_counter() - start
+    return {
+        "seconds": seconds,
+        "adds_s": adds,
+        "settle_s": seconds - adds,
+        "obs_per_s": n / seconds if seconds > 0 else 0.0,
+    }
+
+
+def tool_calls(memory: Any, work: PatrolWorkload) -> dict[str, Callable[[int], str]]:
+    """Each tool (and the area-prefiltered search) as a function of the query index."""
+    points = work.query_points
+
+    def query(i: int) -> str:
+        return QUERIES[i % len(QUERIES)]
+
+    def point(i: int) -> tuple[float, float]:
+        x, y = points[i % len(points)]
+        return float(x), float(y)
+
+    def area_search(i: int) -> str:
+        x, y = point(i)
+        return str(memory.semantic_search(query(i), near_x=x, near_y=y, spatial_radius=AREA_RADIUS))
+
+    return {
+        "semantic_search": lambda i: memory.semantic_search(query(i)),
+        "spatial_query": lambda i: memory.spatial_query(*point(i), radius=SPATIAL_RADIUS),
+        "temporal_query": lambda i: memory.temporal_query(last_n_minutes=RECENT_MINUTES),
+        "episode_summary": lambda i: memory.episode_summary(),
+        "get_current_context": lambda i: memory.get_current_context(),
+        "search_gists": lambda i: memory.search_gists(query(i)),
+        "entity_query": lambda i: memory.entity_query(name=OBJECTS[i % len(OBJECTS)]),
+        "locate": lambda i: memory.locate(query(i)),
+        "recall": lambda i: memory.recall(query(i)),
+        "body_status": lambda i: memory.body_status(),
+        AREA_SEARCH: area_search,
+    }
+
+
+def result_count(answer: object) -> int:
+    """How many results an answer holds: numbered lines of a tool's text, or its length."""
+    if isinstance(answer, str):
+        return len(_NUMBERED.findall(answer))
+    return len(answer)  # type: ignore[arg-type]
+
+
+def latencies(
+    run: Callable[[int], object], repeats: int, bar: tqdm[Any] | None = None
+) -> tuple[list[float], list[object]]:
+    """Milliseconds of ``repeats`` calls (after one warm-up call) and their answers."""
+    run(0)  # warm caches and connections
+    times: list[float] = []
+    answers: list[object] = []
+    for i in range(1, repeats + 1):
+        started = time.perf_counter()
+        answers.append(run(i))
+        times.append((time.perf_counter() - started) * 1000.0)
+        if bar is not None:
+            bar.update(1)
+    return times, answers
+
+
+def percentiles(times_ms: list[float]) -> dict[str, float]:
+    """p50 and p95 of a list of milliseconds."""
+    p50, p95 = np.percentile(np.asarray(times_ms), [50, 95])
+    return {"p50_ms": float(p50), "p95_ms": float(p95)}
+
+
+def measure_tools(
+    calls: Mapping[str, Callable[[int], object]], repeats: int, bar: tqdm[Any] | None = None
+) -> dict[str, dict[str, float]]:
+    """p50/p95 of each call; for the two semantic searches also the mean result count."""
+    measured: dict[str, dict[str, float]] = {}
+    for name, run in calls.items():
+        times, answers = latencies(run, repeats, bar)
+        row = percentiles(times)
+        if name in ("semantic_search", AREA_SEARCH):
+            row["results"] = float(np.mean([result_count(a) for a in answers]))
+        measured[name] = row
+    return measured
+
+
+def reopen(subject: Subject) -> tuple[float, Any]:
+    """Seconds to open the (closed) memory and answer a first semantic search; the memory."""
+    start = time.perf_counter()
+    memory = subject.open()
+    memory.semantic_search(QUERIES[0])
+    return time.perf_counter() - start, memory

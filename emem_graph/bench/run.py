@@ -1,0 +1,300 @@
+"""One benchmark run: build the patrol, measure emem_graph, the baselines and (optionally)
+eMEM on it, and turn the measurements into figures."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from emem_graph.bench.baseline import (
+    directory_bytes,
+    exact_answers,
+    measure_floor,
+    reopen_raw,
+    single_threaded_blas,
+)
+from emem_graph.bench.baseline import save_raw as save_raw_columns
+from emem_graph.bench.compare import emem_subject
+from emem_graph.bench.drive import (
+    AREA_SEARCH,
+    TOOLS,
+    SimClock,
+    Subject,
+    emem_graph_subject,
+    ingest,
+    measure_tools,
+    reopen,
+    tool_calls,
+)
+from emem_graph.bench.report import Figure, Target
+from emem_graph.bench.workload import AREA_RADIUS, QUERIES, START, PatrolWorkload, patrol_workload
+from emem_graph.errors import InvalidInputError
+from emem_graph.ingest.embeddings import EmbeddingProvider, HashingEmbedder
+
+SCRATCH = ("raw", "floor", "ours", "emem", "model")
+WORKLOAD = "5 layers incl. body state, one observation every 0.4 s"
+BASELINES = {
+    "ingest": "one Arrow COPY into Kuzu + one LanceDB add",
+    "queries": "exact NumPy (cosine top-k, masks for area and time)",
+    "disk and reopen": "the raw arrays (numpy.save, load + one exact search)",
+}
+TARGETS = {
+    "ingest": Target(">=", 3.0),
+    "semantic_search p50": Target("<=", 1.0),
+    "spatial_query p50": Target("<=", 1.0),
+    "temporal_query p50": Target("<=", 10.0),
+    "recall p50": Target("<=", 0.05),
+    "results, 1% area": Target(">=", 10.0, of="ours"),
+    "reopen + first query": Target("<=", 0.5),
+    "disk": Target("<=", 1.0),
+}
+"""Goals against eMEM 0.3.0 from issue 5 (ratios emem_graph / eMEM, or an absolute count)."""
+
+
+@dataclass
+class BenchResult:
+    """What a run measured: the setup (what, how much, which baselines) and the figures."""
+
+    setup: dict[str, Any]
+    figures: list[Figure]
+
+
+def run_bench(
+    n: int,
+    out_dir: Path | str,
+    *,
+    repeats: int = 20,
+    batch_size: int = 1000,
+    model: EmbeddingProvider | None = None,
+    model_n: int | None = None,
+    compare: str | None = None,
+    keep: bool = False,
+    progress: bool = False,
+    seed: int = 0,
+) -> BenchResult:
+    """Run the benchmark on a patrol of ``n`` observations.
+
+    Args:
+        n: observations.
+        out_dir: scratch directory; the memories go to its sub-directories ours/, emem/,
+            floor/, raw/ and model/ (replaced, and removed at the end unless ``keep``).
+        repeats: timed calls per tool (after one warm-up call).
+        batch_size: adds between two flushes, for emem_graph and eMEM alike.
+        model: also ingest ``model_n`` observations letting emem_graph embed them with this
+            embedder, against the embedder alone plus the floor.
+        compare: "emem" to drive eMEM through the same workload.
+        keep: leave the databases in ``out_dir``.
+        progress: show progress bars.
+        seed: workload seed.
+
+    Raises:
+        InvalidInputError: n, repeats or batch_size below 1, or an unknown ``compare``.
+        BackendUnavailableError: ``compare="emem"`` and eMEM is not installed.
+    """
+    if n < 1 or repeats < 1 or batch_size < 1:
+        raise InvalidInputError("n, queries and batch size must be at least 1")
+    if compare not in (None, "emem"):
+        raise InvalidInputError(f"unknown --compare {compare!r}: the one choice is 'emem'")
+    out = Path(out_dir)
+    embedder = HashingEmbedder(384)
+    clock = SimClock(START)
+    subjects = [emem_graph_subject(out / "ours", embedder, clock, batch_size)]
+    if compare == "emem":
+        subjects.append(emem_subject(out / "emem", embedder, clock, batch_size))
+    _clean(out)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        work = patrol_workload(n, embedder=embedder, queries=repeats + 1, progress=progress)
+        raw_bytes = save_raw_columns(work, out / "raw")
+        raw_reopen_s = reopen_raw(out / "raw", embedder.embed([QUERIES[0]])[0])
+        floor = measure_floor(work, out / "floor")
+        measured = [_measure(s, work, clock, repeats, progress) for s in subjects]
+        exact = _measure_exact(work, embedder, repeats, progress)
+        model_row = (
+            _measure_model(work, model, model_n, floor, out / "model", clock, batch_size, progress)
+            if model is not None
+            else None
+        )
+    finally:
+        if not keep:
+            _clean(out)
+    setup: dict[str, Any] = {
+        "n": n,
+        "dim": embedder.dim,
+        "queries": repeats,
+        "batch_size": batch_size,
+        "workload": WORKLOAD,
+        "baselines": dict(BASELINES),
+        "area_radius_m": round(AREA_RADIUS, 2),
+        "details": {
+            "floor": {k: round(v, 4) for k, v in floor.items()},
+            **{m["name"]: m["details"] for m in measured},
+        },
+    }
+    ours, emem = measured[0], measured[1] if len(measured) > 1 else None
+    if emem is not None:
+        setup["emem"] = emem["name"]
+    if model_row is not None:
+        setup["details"]["model"] = model_row
+    baseline = {
+        "ingest": floor["obs_per_s"],
+        "tools": exact,
+        "reopen_s": raw_reopen_s,
+        "disk_bytes": raw_bytes,
+    }
+    figures = _figures(ours, baseline, emem)
+    if model_row is not None:
+        figures.insert(
+            1,
+            Figure(
+                "ingest",
+                f"ingest, embedding with {model_row['embedder']}",
+                "obs/s",
+                model_row["obs_per_s"],
+                model_row["embed_plus_floor_obs_per_s"],
+            ),
+        )
+    return BenchResult(setup, figures)
+
+
+def _measure(
+    subject: Subject, work: PatrolWorkload, clock: SimClock, repeats: int, progress: bool
+) -> dict[str, Any]:
+    """Ingest, consolidate the last lap, time the tools, close, measure disk and reopen."""
+    clock.now = START
+    memory = subject.open()
+    try:
+        written = ingest(
+            memory, work, clock, subject.settle, progress=progress, desc=f"ingest {subject.name}"
+        )
+        started = time.perf_counter()
+        subject.consolidate(memory)
+        consolidate_s = time.perf_counter() - started
+        clock.now = work.now
+        with _bar(11 * repeats, f"tools {subject.name}", progress) as bar:
+            tools = measure_tools(tool_calls(memory, work), repeats, bar)
+    finally:
+        memory.close()
+    disk = directory_bytes(subject.directory)
+    reopen_s, memory = reopen(subject)
+    memory.close()
+    return {
+        "name": subject.name,
+        "ingest": written["obs_per_s"],
+        "tools": tools,
+        "reopen_s": reopen_s,
+        "disk_bytes": disk,
+        "details": {
+            "ingest_s": round(written["seconds"], 3),
+            "ingest_adds_s": round(written["adds_s"], 3),
+            "ingest_settle_s": round(written["settle_s"], 3),
+            "consolidate_last_lap_s": round(consolidate_s, 3),
+        },
+    }
+
+
+def _measure_exact(
+    work: PatrolWorkload, embedder: EmbeddingProvider, repeats: int, progress: bool
+) -> dict[str, dict[str, float]]:
+    """The NumPy baseline of each tool, the faster of one BLAS thread and the default."""
+    answers = exact_answers(work, embedder)
+    with _bar(2 * 11 * repeats, "tools NumPy", progress) as bar:
+        with single_threaded_blas():
+            single = measure_tools(answers, repeats, bar)
+        default = measure_tools(answers, repeats, bar)
+    return {
+        name: min(single[name], default[name], key=lambda row: row["p50_ms"]) for name in single
+    }
+
+
+def _measure_model(
+    work: PatrolWorkload,
+    model: EmbeddingProvider,
+    model_n: int | None,
+    floor: dict[str, float],
+    directory: Path,
+    clock: SimClock,
+    batch_size: int,
+    progress: bool,
+) -> dict[str, Any]:
+    """emem_graph embedding the texts itself, against the embedder alone plus the floor."""
+    m = min(len(work), model_n or len(work))
+    sub = work.head(m)
+    started = time.perf_counter()
+    for i in range(0, m, batch_size):
+        model.embed(sub.texts[i : i + batch_size])
+    embed_s = time.perf_counter() - started
+    subject = emem_graph_subject(directory, model, clock, batch_size)
+    clock.now = START
+    memory = subject.open()
+    try:
+        written = ingest(
+            memory, sub, clock, subject.settle, vectors_given=False, progress=progress,
+            desc="ingest with model",
+        )  # fmt: skip
+    finally:
+        memory.close()
+    floor_s = floor["seconds"] * m / len(work)
+    return {
+        "embedder": getattr(model, "name", type(model).__name__),
+        "n": m,
+        "obs_per_s": written["obs_per_s"],
+        "embed_only_obs_per_s": m / embed_s,
+        "embed_plus_floor_obs_per_s": m / (embed_s + floor_s),
+    }
+
+
+def _figures(
+    ours: dict[str, Any], baseline: dict[str, Any], emem: dict[str, Any] | None
+) -> list[Figure]:
+    def figure(
+        section: str, name: str, unit: str, key: tuple[str, ...], scale: float = 1.0
+    ) -> Figure:
+        def pick(side: dict[str, Any]) -> float:
+            value: Any = side
+            for part in key:
+                value = value[part]
+            return float(value) * scale
+
+        return Figure(
+            section,
+            name,
+            unit,
+            pick(ours),
+            pick(baseline),
+            pick(emem) if emem is not None else None,
+            TARGETS.get(name) if emem is not None or name == "results, 1% area" else None,
+        )
+
+    figures = [figure("ingest", "ingest", "obs/s", ("ingest",))]
+    for tool in TOOLS:
+        for p in ("p50", "p95"):
+            figures.append(figure("tools", f"{tool} {p}", "ms", ("tools", tool, f"{p}_ms")))
+    figures += [
+        figure("filtered search", "semantic_search, 1% area p50", "ms",
+               ("tools", AREA_SEARCH, "p50_ms")),
+        figure("filtered search", "semantic_search, 1% area p95", "ms",
+               ("tools", AREA_SEARCH, "p95_ms")),
+        figure("filtered search", "results, no filter", "of 10",
+               ("tools", "semantic_search", "results")),
+        figure("filtered search", "results, 1% area", "of 10", ("tools", AREA_SEARCH, "results")),
+        figure("reopen", "reopen + first query", "s", ("reopen_s",)),
+        figure("disk", "disk", "MB", ("disk_bytes",), 1e-6),
+    ]  # fmt: skip
+    return figures
+
+
+def _bar(total: int, desc: str, progress: bool) -> tqdm[Any]:
+    return tqdm(total=total, desc=desc, unit="call", disable=not progress, leave=False)
+
+
+def _clean(out: Path) -> None:
+    for name in SCRATCH:
+        shutil.rmtree(out / name, ignore_errors=True)
+    if out.is_dir() and not any(out.iterdir()):
+        out.rmdir()
