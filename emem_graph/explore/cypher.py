@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from emem_graph.errors import DatabaseLockedError, InvalidInputError, ReadOnlyQueryError
+from emem_graph.errors import InvalidInputError, ReadOnlyQueryError
+from emem_graph.explore.readonly import ReadOnlyMemory
 from emem_graph.resources import read_cypher, resource_dir
 from emem_graph.storage.graph import CypherResult, GraphDB
-from emem_graph.storage.store import GRAPH_FILE
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -115,25 +115,8 @@ def open_graph(directory: str | Path) -> Iterator[GraphDB]:
         SchemaVersionError: the graph is not an emem_graph one, or of another schema version.
         StorageError: the graph file is not a Kuzu database.
     """
-    root = Path(directory)
-    if not root.is_dir():
-        raise InvalidInputError(f"no memory directory {root}")
-    path = root / GRAPH_FILE
-    if not path.exists():
-        raise InvalidInputError(f"{root} is not an emem_graph memory (it holds no {GRAPH_FILE})")
-    try:
-        graph = GraphDB(path, read_only=True)
-    except DatabaseLockedError as exc:
-        raise DatabaseLockedError(
-            f"the memory {root} is open read-write in another process (a running memory or "
-            "robot), and Kuzu lets no other process open it meanwhile: while it runs, query it "
-            "through the ROS bridge's Query service, or stop that process first"
-        ) from exc
-    try:
-        graph.ensure_schema({})
-        yield graph
-    finally:
-        graph.close()
+    with ReadOnlyMemory(directory, with_vectors=False) as memory:
+        yield memory.graph
 
 
 # --- running ---------------------------------------------------------------------------------

@@ -29,10 +29,9 @@ from emem_graph.explore.map_drawing import (
     draw_map,
     title_text,
 )
+from emem_graph.explore.readonly import ReadOnlyMemory
 from emem_graph.models import AGENT_NOTE, INTEROCEPTION
 from emem_graph.retrieval.timeparse import parse_optional_time
-from emem_graph.storage.graph import GraphDB
-from emem_graph.storage.store import GRAPH_FILE
 
 MAX_PIXELS_PER_SIDE = 10_000
 _AXES_RECT = (0.08, 0.07, 0.64, 0.82)
@@ -141,13 +140,8 @@ def render_map(
     layer_filter = _layers(layers)
     width, height = _size(size, dpi)
     _check_output(out)
-    if not (root / GRAPH_FILE).exists():
-        raise InvalidInputError(
-            f"{root} is not an emem_graph memory (no {GRAPH_FILE} inside); give the directory "
-            "a SpatioTemporalMemory was created in"
-        )
     with tqdm(total=3, desc="map", unit="step", disable=not progress) as bar:
-        selection = _read(root / GRAPH_FILE, time_after, time_before, bounds, layer_filter)
+        selection = _read(root, time_after, time_before, bounds, layer_filter)
         bar.update()
         figure = Figure(figsize=(width / dpi, height / dpi), dpi=dpi)
         FigureCanvasAgg(figure)
@@ -213,16 +207,15 @@ class _Selection:
 
 
 def _read(
-    path: Path,
+    directory: Path,
     time_after: str | float | None,
     time_before: str | float | None,
     bounds: Bounds | None,
     layer_filter: dict[str, list[str]],
 ) -> _Selection:
     """Open the graph read-only, resolve the window on the memory's clock, run the queries."""
-    graph = GraphDB(path, read_only=True)
-    try:
-        graph.ensure_schema({})
+    with ReadOnlyMemory(directory, with_vectors=False) as memory:
+        graph = memory.graph
         span = graph.query("map_time_span")[0]
         now = _memory_now(span)
         after = parse_optional_time(time_after, now, name="time_after")
@@ -237,8 +230,6 @@ def _read(
         table = graph.query_arrow("map_observations", {**params, **layer_filter})
         entities = graph.query("map_entities", params)
         gists = graph.query("map_gists", {**params, **layer_filter})
-    finally:
-        graph.close()
     source = table.column("source_type").to_numpy(zero_copy_only=False)
     return _Selection(
         observations=ObservationColumns(

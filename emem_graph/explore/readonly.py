@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import TracebackType
 
-from emem_graph.errors import InvalidInputError
+from emem_graph.errors import DatabaseLockedError, InvalidInputError
 from emem_graph.storage.graph import GraphDB
 from emem_graph.storage.store import GRAPH_FILE, PENDING_DIR, VECTOR_DIR
 from emem_graph.storage.vectors import TABLE, VectorStore
@@ -23,6 +23,8 @@ class ReadOnlyMemory:
 
     Args:
         directory: the memory's directory (what SpatioTemporalMemory's db_path named).
+        with_vectors: also open the vector table (when it exists); the graph-only readers
+            (Cypher, map) leave it closed.
 
     Raises:
         InvalidInputError: the directory holds no emem_graph memory.
@@ -30,23 +32,36 @@ class ReadOnlyMemory:
         SchemaVersionError: the memory was written with another schema version.
     """
 
-    def __init__(self, directory: str | Path) -> None:
+    def __init__(self, directory: str | Path, *, with_vectors: bool = True) -> None:
         self.root = Path(directory)
         self.graph_path = self.root / GRAPH_FILE
         self.vector_path = self.root / VECTOR_DIR
         self.pending_path = self.root / PENDING_DIR
+        if not self.root.is_dir():
+            raise InvalidInputError(
+                f"no memory directory {self.root}: it is not an emem_graph memory; give the "
+                "directory a SpatioTemporalMemory was created in"
+            )
         if not self.graph_path.is_file():
             raise InvalidInputError(
                 f"{self.root} is not an emem_graph memory (no {GRAPH_FILE} inside); give the "
                 "directory a SpatioTemporalMemory was created in"
             )
-        self.graph = GraphDB(self.graph_path, read_only=True)
+        try:
+            self.graph = GraphDB(self.graph_path, read_only=True)
+        except DatabaseLockedError as exc:
+            raise DatabaseLockedError(
+                f"the memory {self.root} is open read-write in another process (a running "
+                "memory or robot), and Kuzu lets no other process open it meanwhile: while it "
+                "runs, query it through the ROS bridge's Query service, or stop that process "
+                "first"
+            ) from exc
         try:
             self.info = self.graph.ensure_schema({})
             self.embedding_dim = int(self.info.get("embedding_dim", "0"))
             self.vectors = (
                 VectorStore(self.vector_path, self.embedding_dim)
-                if (self.vector_path / f"{TABLE}.lance").is_dir()
+                if with_vectors and (self.vector_path / f"{TABLE}.lance").is_dir()
                 else None
             )
         except BaseException:
