@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -272,7 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument(
         "--after",
         metavar="T",
-        help="from this time: '10m' (ago; or --after=-10m), 'yesterday', a Unix timestamp",
+        help="from this time: '-10m' or '10m' (ago), 'yesterday', a Unix timestamp",
     )
     export.add_argument("--before", metavar="T", help="until this time (same forms as --after)")
     export_area = export.add_mutually_exclusive_group()
@@ -310,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     map_.add_argument("directory", metavar="DIR", help="memory directory")
     map_.add_argument("out", metavar="OUT.png", help="image to write")
     map_.add_argument(
-        "--after", metavar="T", help="from this time: '10m' (ago), 'yesterday', a Unix timestamp"
+        "--after", metavar="T", help="from this time: '-10m' (ago), 'yesterday', a Unix timestamp"
     )
     map_.add_argument("--before", metavar="T", help="until this time (same forms as --after)")
     where = map_.add_mutually_exclusive_group()
@@ -333,8 +334,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+TIME_OPTIONS = ("--after", "--before")
+_RELATIVE_TIME = re.compile(r"-\d")
+
+
+def _join_negative_times(argv: Sequence[str]) -> list[str]:
+    """``--after -10m`` -> ``--after=-10m``: argparse would take ``-10m`` for an option."""
+    joined: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        if args[i] in TIME_OPTIONS and i + 1 < len(args) and _RELATIVE_TIME.match(args[i + 1]):
+            joined.append(f"{args[i]}={args[i + 1]}")
+            i += 2
+        else:
+            joined.append(args[i])
+            i += 1
+    return joined
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``emem-graph`` console script."""
+    argv = _join_negative_times(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,

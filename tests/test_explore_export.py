@@ -319,7 +319,8 @@ def test_time_export_counts_relative_times_back_from_the_newest_observation(
     stats = stats_of(capsys, memory.directory)
     last = stats["last_observation_time"]
     out = tmp_path / "recent.graphml"
-    run(capsys, "export", str(memory.directory), "--format", "graphml", str(out), "--after=-1m")
+    # "--after -1m" as a user types it: argparse alone would take "-1m" for an option.
+    run(capsys, "export", str(memory.directory), "--format", "graphml", str(out), "--after", "-1m")
     graph = nx.read_graphml(out)
     observations = [d for _, d in graph.nodes(data=True) if d["label"] == "Observation"]
     assert [d["text"] for d in observations] == ["2 chairs, 1 table"]
