@@ -141,4 +141,5 @@ def archive_window(mem: SpatioTemporalMemory, after: float, before: float) -> li
             f"AND o.timestamp <= {float(before)!r} SET o.tier = 'archived', o.text = ''"
         )
     mem._store.vectors.delete(ids)
+    mem._store.index.set_tier(ids, "archived")  # what the store does after an archival change
     return ids

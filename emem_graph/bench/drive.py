@@ -78,25 +78,35 @@ class Subject:
 
 
 def emem_graph_subject(
-    directory: Path, embedder: EmbeddingProvider, clock: SimClock, batch_size: int
+    directory: Path,
+    embedder: EmbeddingProvider,
+    clock: SimClock,
+    batch_size: int,
+    *,
+    extract: bool = True,
 ) -> Subject:
     """emem_graph with its defaults, except: one flush per ``batch_size`` adds (not on the
-    timer) and no background maintenance (eMEM has none), so the figures are repeatable."""
+    timer) and no background maintenance (eMEM has none), so the figures are repeatable. With
+    ``extract=False`` no entities are extracted from the observations (what eMEM does without
+    an LLM); add_entity() still merges the workload's sightings."""
+    quiet = {"entity_extract_flush_interval": 10**9, "entity_extract_time_interval": 1e12}
     config = MemoryConfig(
         db_path=str(directory),
         embedding_dim=embedder.dim,
         flush_batch_size=batch_size,
         flush_interval=1e9,
         maintenance_interval=None,
+        **({} if extract else quiet),
     )
 
     def settle(memory: SpatioTemporalMemory) -> None:
         memory.flush()
-        memory.extract_entities()
+        if extract:
+            memory.extract_entities()
         memory.store.vectors.compact()  # merge fragments, index the last rows
 
     return Subject(
-        name="emem_graph",
+        name="emem_graph" if extract else "emem_graph, no extraction",
         directory=directory,
         open=lambda: SpatioTemporalMemory(
             config=config, embedding_provider=embedder, get_current_time=clock

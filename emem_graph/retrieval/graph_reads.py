@@ -190,21 +190,19 @@ def observations_near(
     include_body_state: bool = False,
     limit: int = 10,
 ) -> list[Observation]:
-    """The ``limit`` observations (not archived) nearest the centre of ``circle`` within it."""
-    rows = store.graph.query(
-        "observations_nearest",
-        {
-            "x": float(circle.x),
-            "y": float(circle.y),
-            "radius": float(circle.radius),
-            "layer": layer,
-            "time_after": time_after,
-            "time_before": time_before,
-            "include_body_state": include_body_state,
-            "limit": int(limit),
-        },
+    """The ``limit`` observations (not archived) nearest the centre of ``circle`` within it
+    (the in-process index; queries/observations_nearest.cypher is the same read in Cypher)."""
+    ids = store.index.near(
+        float(circle.x),
+        float(circle.y),
+        float(circle.radius),
+        layer=layer,
+        time_after=time_after,
+        time_before=time_before,
+        include_body_state=include_body_state,
+        limit=int(limit),
     )
-    return store.get_observations([row["id"] for row in rows])
+    return store.get_observations(ids)
 
 
 def observations_in_window(
@@ -218,20 +216,18 @@ def observations_in_window(
     limit: int = 10,
     include_body_state: bool = False,
 ) -> list[Observation]:
-    """Observations (not archived) in a time window, optionally in an area and a layer."""
-    rows = store.graph.query(
-        "observations_in_window",
-        {
-            "time_after": time_after,
-            "time_before": time_before,
-            "layer": layer,
-            **_area(circle),
-            "include_body_state": include_body_state,
-            "newest_first": newest_first,
-            "limit": int(limit),
-        },
+    """Observations (not archived) in a time window, optionally in an area and a layer (the
+    in-process index; queries/observations_in_window.cypher is the same read in Cypher)."""
+    ids = store.index.in_window(
+        time_after=time_after,
+        time_before=time_before,
+        layer=layer,
+        circle=None if circle is None else (circle.x, circle.y, circle.radius),
+        include_body_state=include_body_state,
+        newest_first=newest_first,
+        limit=int(limit),
     )
-    return store.get_observations([row["id"] for row in rows])
+    return store.get_observations(ids)
 
 
 def gists_in_window(
@@ -292,13 +288,9 @@ def find_entities(
 
 
 def latest_body_state(store: MemoryStore, layers: Sequence[str] | None = None) -> list[Observation]:
-    """The latest body-state reading with text per layer, ordered by layer."""
-    rows = store.graph.query("latest_body_state", {"layers": list(layers or [])})
-    latest: dict[str, Observation] = {}
-    for row in rows:
-        reading = records.observation(row["b"])
-        latest.setdefault(reading.layer_name, reading)  # two readings at one instant: keep one
-    return [latest[layer] for layer in sorted(latest)]
+    """The latest body-state reading with text per layer, ordered by layer (the in-process
+    index; queries/latest_body_state.cypher is the same read in Cypher)."""
+    return store.get_observations(store.index.latest_body_state(layers))
 
 
 def records_by_id(

@@ -159,7 +159,8 @@ def vector_text(node: Observation | Gist | Entity) -> str:
     return node.name if isinstance(node, Entity) else node.text
 
 
-def _metadata(raw: str | None) -> dict[str, Any]:
+def metadata_of(raw: str | None) -> dict[str, Any]:
+    """The metadata dict stored as JSON text (a non-dict JSON value is wrapped)."""
     if not raw:
         return {}
     value = json.loads(raw)
@@ -178,7 +179,7 @@ def observation(n: dict[str, Any]) -> Observation:
         source_type=n["source_type"],
         confidence=n["confidence"],
         episode_id=n["episode_id"],
-        metadata=_metadata(n["metadata"]),
+        metadata=metadata_of(n["metadata"]),
         tier=n["tier"],
     )
 
@@ -216,7 +217,7 @@ def entity(n: dict[str, Any]) -> Entity:
         observation_count=n["observation_count"],
         confidence=n["confidence"],
         layer_name=n["layer"] or "default",
-        metadata=_metadata(n["metadata"]),
+        metadata=metadata_of(n["metadata"]),
     )
 
 
@@ -229,7 +230,7 @@ def episode(n: dict[str, Any]) -> Episode:
         status=n["status"],
         gist=n["gist"],
         parent_episode_id=n["parent_episode_id"],
-        metadata=_metadata(n["metadata"]),
+        metadata=metadata_of(n["metadata"]),
     )
 
 

@@ -27,6 +27,7 @@ from emem_graph.ingest.embeddings import EmbeddingProvider
 from emem_graph.models import Entity, Episode, Gist, Observation, VectorHit
 from emem_graph.storage.changes import GraphChange
 from emem_graph.storage.graph import COPY_MIN_ROWS, GraphDB, GraphTransaction
+from emem_graph.storage.observation_index import ObservationIndex
 from emem_graph.storage.pending import PendingVectors
 from emem_graph.storage.records import (
     OBSERVATION_ARROW,
@@ -88,6 +89,8 @@ class MemoryStore:
                 ann_min_rows=config.ann_index_min_rows,
                 ann_reindex_growth=config.ann_reindex_growth,
             )
+            self.index = ObservationIndex()
+            self.index.load(self.graph.query_arrow("index_observations"))
         except BaseException:
             self.graph.close()
             raise
@@ -128,6 +131,7 @@ class MemoryStore:
                 else:
                     self._create_observations(tx, rows)
                 waiting = self._journal(tx, journal, bulk=bulk)
+            self.index.append(observations)
             if self._index(
                 [observation_vector(o, v) for o, v in zip(observations, vectors, strict=True)],
             ):
@@ -162,6 +166,7 @@ class MemoryStore:
                 change.run_steps(tx)
                 if journal is not None:
                     waiting = self._journal(tx, journal)
+            self._follow(change)
             try:
                 change.apply_vectors(self.vectors)
             except StorageError as exc:
@@ -254,8 +259,13 @@ class MemoryStore:
         return found[0] if found else None
 
     def get_observations(self, ids: Sequence[str]) -> list[Observation]:
-        """Observations by id, in the order given; unknown ids are skipped."""
-        return self._get_many("observation", ids)  # type: ignore[return-value]
+        """Observations by id, in the order given; unknown ids are skipped (from the in-process
+        index, the graph for any it lacks)."""
+        found: dict[str, Any] = self.index.records(ids)
+        missing = [i for i in ids if i not in found]
+        if missing:
+            found.update(self._fetch("observation", missing))
+        return [found[i] for i in ids if i in found]
 
     def get_gist(self, gist_id: str) -> Gist | None:
         """One gist by id, or None."""
@@ -384,10 +394,7 @@ class MemoryStore:
 
     def latest_perception_position(self) -> np.ndarray | None:
         """Position of the latest perception observation, or None on an empty memory."""
-        rows = self.graph.query("latest_perception")
-        if not rows:
-            return None
-        return np.array([rows[0]["x"], rows[0]["y"], rows[0]["z"]], dtype=np.float64)
+        return self.index.latest_perception_position()
 
     def counts(self) -> dict[str, int]:
         """Node counts per type plus pending (unsynced) vector entries."""
@@ -398,6 +405,13 @@ class MemoryStore:
         return {**{k: int(v) for k, v in row.items()}, "pending_vectors": pending}
 
     # --- internals -----------------------------------------------------------------------------
+
+    def _follow(self, change: GraphChange) -> None:
+        # The index follows the observation tiers a committed change set: promotions, and
+        # archival (the only change that deletes an observation's vector).
+        for tier, entries in change.retiers.items():
+            self.index.set_tier([i for i, kind in entries if kind == "observation"], tier)
+        self.index.set_tier([i for i, kind in change.deletes if kind == "observation"], "archived")
 
     def _embed(self, texts: list[str]) -> list[np.ndarray]:
         if not texts:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
 import warnings
 from collections.abc import Iterator, Sequence
@@ -27,6 +28,10 @@ from emem_graph.errors import EmbeddingDimensionError, InvalidInputError, Storag
 from emem_graph.models import NodeKind, VectorHit
 
 log = logging.getLogger(__name__)
+
+# index_stats() (how many rows the ANN index covers) warns on stderr at every call unless told
+# whether to include the IVF centroids; the store needs only the row count.
+os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
 
 TABLE = "memory_vectors"
 SCALAR_INDEXES = {"x": "BTREE", "y": "BTREE", "t": "BTREE", "kind": "BITMAP", "tier": "BITMAP"}

@@ -1,0 +1,205 @@
+"""The in-process ObservationIndex answers exactly what the graph answers, and follows it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
+from emem_graph.storage.observation_index import ObservationIndex
+
+LAYERS = ("captions", "detections", "ocr")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _memory(path: Path, clock: Clock) -> SpatioTemporalMemory:
+    config = MemoryConfig(
+        db_path=str(path),
+        maintenance_interval=None,
+        entity_extract_flush_interval=10_000,
+        entity_extract_time_interval=1e9,
+        consolidation_window=50.0,
+        archive_after_seconds=400.0,
+    )
+    return SpatioTemporalMemory(
+        config=config, embedding_provider=HashingEmbedder(384), get_current_time=clock
+    )
+
+
+def _fill(memory: SpatioTemporalMemory, clock: Clock, rng: np.random.Generator) -> None:
+    """Three episodes (consolidated: long_term), loose observations, body state, a note, a
+    tie in time and in distance; then archival of the oldest long-term ones."""
+    for episode in range(3):
+        memory.start_episode(f"patrol {episode}")
+        for _ in range(40):
+            clock.now += float(rng.uniform(1.0, 5.0))
+            x, y = (float(v) for v in rng.uniform(0.0, 20.0, 2))
+            memory.add(f"a thing {rng.integers(1000)}", x, y, layer_name=str(rng.choice(LAYERS)))
+            if rng.random() < 0.2:
+                memory.add_body_state(f"battery {rng.integers(100)}%", "battery", x=x, y=y)
+            if rng.random() < 0.1:
+                memory.add_body_state(f"{rng.integers(60)} C", "temperature", x=x, y=y)
+        memory.end_episode(wait=True)
+    for _ in range(60):
+        clock.now += float(rng.uniform(1.0, 5.0))
+        x, y = (float(v) for v in rng.uniform(0.0, 20.0, 2))
+        memory.add(f"loose {rng.integers(1000)}", x, y, layer_name=str(rng.choice(LAYERS)))
+    memory.add("tie a", 5.0, 5.0, timestamp=clock.now, layer_name="captions")
+    memory.add("tie b", 5.0, 5.0, timestamp=clock.now, layer_name="captions")
+    memory.store_specific_memory("a note to self", x=19.0, y=19.0)
+    memory.flush()
+    clock.now += 10.0
+    assert memory.maintenance() > 0  # the first episode is archived (raw text dropped)
+
+
+def _cypher_near(memory: SpatioTemporalMemory, **params: Any) -> list[str]:
+    rows = memory.store.graph.query("observations_nearest", params)
+    return [row["id"] for row in rows]
+
+
+def _cypher_window(memory: SpatioTemporalMemory, circle: Any, **params: Any) -> list[str]:
+    area = (
+        {"in_area": False, "x": 0.0, "y": 0.0, "radius": 0.0}
+        if circle is None
+        else {"in_area": True, "x": circle[0], "y": circle[1], "radius": circle[2]}
+    )
+    rows = memory.store.graph.query("observations_in_window", {**params, **area})
+    return [row["id"] for row in rows]
+
+
+@pytest.fixture(scope="module")
+def remembered(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    clock = Clock()
+    memory = _memory(tmp_path_factory.mktemp("index") / "mem", clock)
+    _fill(memory, clock, np.random.default_rng(7))
+    yield memory, clock
+    memory.close()
+
+
+def test_the_memory_holds_every_tier_the_index_must_tell_apart(remembered: Any) -> None:
+    memory, _ = remembered
+    tiers = {o.tier for o in memory.store.get_observations(memory.store.index.near(
+        10.0, 10.0, 100.0, include_body_state=True, limit=10_000
+    ))}  # fmt: skip
+    assert {"short_term", "long_term"} <= tiers
+    archived = memory.store.graph.query_text(
+        "MATCH (o:Observation) WHERE o.tier = 'archived' RETURN count(o) AS n"
+    )[0]["n"]
+    assert archived > 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_area_reads_equal_the_cypher_query(remembered: Any, seed: int) -> None:
+    memory, clock = remembered
+    rng = np.random.default_rng(seed)
+    for _ in range(25):
+        x, y = (float(v) for v in rng.uniform(-2.0, 22.0, 2))
+        radius = float(rng.choice([0.0, 1.0, 3.0, 8.0, 50.0]))
+        after = None if rng.random() < 0.5 else float(rng.uniform(0, clock.now))
+        before = None if rng.random() < 0.5 else float(rng.uniform(0, clock.now))
+        layer = None if rng.random() < 0.5 else str(rng.choice([*LAYERS, "battery", "nope"]))
+        body = bool(rng.random() < 0.5)
+        limit = int(rng.choice([1, 3, 10, 500]))
+        expected = _cypher_near(
+            memory, x=x, y=y, radius=radius, layer=layer, time_after=after,
+            time_before=before, include_body_state=body, limit=limit,
+        )  # fmt: skip
+        got = memory.store.index.near(
+            x, y, radius, layer=layer, time_after=after, time_before=before,
+            include_body_state=body, limit=limit,
+        )  # fmt: skip
+        assert got == expected
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_time_window_reads_equal_the_cypher_query(remembered: Any, seed: int) -> None:
+    memory, clock = remembered
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(25):
+        after = None if rng.random() < 0.3 else float(rng.uniform(0, clock.now))
+        before = None if rng.random() < 0.3 else float(rng.uniform(0, clock.now))
+        circle = None
+        if rng.random() < 0.5:
+            circle = (*(float(v) for v in rng.uniform(0.0, 20.0, 2)), float(rng.uniform(1, 10)))
+        layer = None if rng.random() < 0.6 else str(rng.choice([*LAYERS, "battery"]))
+        body = bool(rng.random() < 0.5)
+        newest = bool(rng.random() < 0.5)
+        limit = int(rng.choice([1, 5, 10, 1000]))
+        expected = _cypher_window(
+            memory, circle, time_after=after, time_before=before, layer=layer,
+            include_body_state=body, newest_first=newest, limit=limit,
+        )  # fmt: skip
+        got = memory.store.index.in_window(
+            time_after=after, time_before=before, layer=layer, circle=circle,
+            include_body_state=body, newest_first=newest, limit=limit,
+        )  # fmt: skip
+        # Equal timestamps may come in either order from Kuzu: compare times, then the sets.
+        times = {o.id: o.timestamp for o in memory.store.get_observations(expected + got)}
+        assert [times[i] for i in got] == [times[i] for i in expected]
+        if len(expected) < limit:
+            assert set(got) == set(expected)
+
+
+def test_latest_body_state_equals_the_cypher_query(remembered: Any) -> None:
+    memory, _ = remembered
+    for layers in ([], ["battery"], ["temperature", "battery"], ["nope"]):
+        rows = memory.store.graph.query("latest_body_state", {"layers": layers})
+        expected = [row["b"]["id"] for row in rows]
+        assert memory.store.index.latest_body_state(layers) == expected
+
+
+def test_records_from_the_index_equal_the_graph_records(remembered: Any) -> None:
+    memory, _ = remembered
+    store = memory.store
+    ids = store.index.near(10.0, 10.0, 100.0, include_body_state=True, limit=10_000)
+    archived = store.graph.query_text(
+        "MATCH (o:Observation) WHERE o.tier = 'archived' RETURN o.id AS id"
+    )
+    ids += [row["id"] for row in archived]
+    from_index = store.index.records(ids)
+    from_graph = store._fetch("observation", ids)
+    assert set(from_index) == set(from_graph) == set(ids)
+    for node_id in ids:
+        assert from_index[node_id].model_dump() == from_graph[node_id].model_dump()
+
+
+def test_the_index_is_rebuilt_from_the_graph_on_reopen(tmp_path: Path) -> None:
+    clock = Clock()
+    memory = _memory(tmp_path / "mem", clock)
+    _fill(memory, clock, np.random.default_rng(3))
+    before = memory.store.index
+    probe = dict(x=10.0, y=10.0, radius=6.0, include_body_state=True, limit=1000)
+    near_before = before.near(**probe)  # type: ignore[arg-type]
+    body_before = before.latest_body_state()
+    position = memory.current_position
+    count = len(before)
+    memory.close()
+
+    reopened = _memory(tmp_path / "mem", clock)
+    try:
+        index = reopened.store.index
+        assert index is not before and len(index) == count
+        assert index.near(**probe) == near_before  # type: ignore[arg-type]
+        assert index.latest_body_state() == body_before
+        assert np.allclose(reopened.current_position, position)
+    finally:
+        reopened.close()
+
+
+def test_an_empty_index_answers_nothing() -> None:
+    index = ObservationIndex()
+    assert index.near(0.0, 0.0, 10.0) == []
+    assert index.in_window(time_after=None, time_before=None) == []
+    assert index.latest_body_state() == []
+    assert index.latest_perception_position() is None
+    assert index.records(["nope"]) == {}
