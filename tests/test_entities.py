@@ -123,7 +123,7 @@ def test_a_detected_chair_and_a_captioned_red_chair_at_one_place_are_one_entity(
     assert sightings(mem) == {("red chair", detection), ("red chair", caption)}
     assert entity_rows(mem) == {chair.id: 1}
     # Its one vector is the new name's, not the old one's.
-    stored = mem.store.vectors.vectors_by_id([chair.id])[chair.id]
+    stored = mem.store.vectors.vectors_of([chair.id])[chair.id]
     named, bare = mem.embed(["red chair", "chair"])
     assert float(np.dot(stored, named)) == pytest.approx(1.0, abs=1e-4)
     assert float(np.dot(stored, bare)) < 0.99

@@ -66,7 +66,7 @@ def entity_names(store: MemoryStore) -> list[str]:
 
 def stored_vectors(store: MemoryStore, ids: Sequence[str]) -> dict[str, np.ndarray]:
     """The vectors LanceDB holds for these nodes (reused instead of re-embedding)."""
-    return store.vectors.vectors_by_id(list(ids)) if ids else {}
+    return store.vectors.vectors_of(list(ids)) if ids else {}
 
 
 def entity_sightings(store: MemoryStore) -> list[tuple[str, str]]:

@@ -247,7 +247,7 @@ def _vectors_by_id(
     found: dict[str, np.ndarray] = {}
     chunks = range(0, len(ids), _LOOKUP_CHUNK)
     for start in tqdm(chunks, desc=f"vectors {table_name}", unit="chunk", disable=not progress):
-        found.update(store.vectors_by_id(ids[start : start + _LOOKUP_CHUNK]))
+        found.update(store.vectors_of(ids[start : start + _LOOKUP_CHUNK]))
     matrix = (
         np.stack(list(found.values())).astype(np.float32)
         if found

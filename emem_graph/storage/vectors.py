@@ -331,29 +331,6 @@ class VectorStore:
                 return []
         return [VectorHit(id=r["id"], kind=r["kind"], score=float(r["_score"])) for r in rows]
 
-    def vectors_of(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
-        """The stored vectors of those ``ids`` that have a row."""
-        found: dict[str, np.ndarray] = {}
-        with self._lock.reading():
-            for start in range(0, len(ids), 1000):
-                chunk = ids[start : start + 1000]
-                table = (
-                    self._table.search()
-                    .where(_in_clause("id", chunk, False))
-                    .select(["id", "vector"])
-                    .limit(len(chunk))
-                    .to_arrow()
-                )
-                vectors = table.column("vector").to_numpy(zero_copy_only=False)
-                found.update(
-                    zip(
-                        table.column("id").to_pylist(),
-                        (np.asarray(v, dtype=np.float32) for v in vectors),
-                        strict=True,
-                    )
-                )
-        return found
-
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` have a row."""
         found: set[str] = set()
@@ -370,8 +347,8 @@ class VectorStore:
                 found.update(table.column("id").to_pylist())
         return found
 
-    def vectors_by_id(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
-        """The stored vectors of ``ids`` that have a row (for reuse without re-embedding)."""
+    def vectors_of(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of those ``ids`` that have a row (reused without re-embedding)."""
         found: dict[str, np.ndarray] = {}
         with self._lock.reading():
             for start in range(0, len(ids), 1000):
