@@ -399,9 +399,13 @@ class MemoryStore:
     def counts(self) -> dict[str, int]:
         """Node counts per type plus pending (unsynced) vector entries."""
         row = self.graph.query("node_counts")[0]
-        journalled = int(self.graph.query("count_vector_journal")[0]["n"])
-        # Acknowledged entries are in LanceDB already; they leave the journal with the next write.
-        pending = max(0, journalled - len(self._acknowledged))
+        # Under the writer lock: a write between its graph commit and its acknowledgement would
+        # otherwise count vectors LanceDB already holds as pending.
+        with self._write_lock:
+            journalled = int(self.graph.query("count_vector_journal")[0]["n"])
+            # Acknowledged entries are in LanceDB already; they leave the journal with the next
+            # write.
+            pending = max(0, journalled - len(self._acknowledged))
         return {**{k: int(v) for k, v in row.items()}, "pending_vectors": pending}
 
     # --- internals -----------------------------------------------------------------------------
