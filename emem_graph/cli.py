@@ -184,6 +184,12 @@ def _cmd_map(args: argparse.Namespace) -> int:
 # --- map: _cmd_ functions above this line (emem_graph.explore.mapping) ----------------------
 
 
+# --- ros: _cmd_ functions above this line (ros_bridge.node) ----------------------------------
+
+
+# --- ingest-bag: _cmd_ functions above this line (ros_bridge.bag) ----------------------------
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``emem-graph``."""
     parser = argparse.ArgumentParser(
@@ -330,6 +336,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     map_.add_argument("--dpi", type=int, default=120, help="pixels per inch (default 120)")
     map_.set_defaults(run=_cmd_map)
+
+    # --- ros parser below this line -----------------------------------------------------------
+
+    # --- ingest-bag parser below this line ----------------------------------------------------
 
     return parser
 
