@@ -1,10 +1,125 @@
-"""Line formats of API.md: how observations, entities and gists read in tool output."""
+"""Line formats of API.md: how observations, entities and gists read in tool output.
+
+Every record a formatter renders is also noted for ``collect_records()``, so a caller (the ROS
+bridge's result_json) can return the structured records behind a tool's text without the tools
+changing their output.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime, timezone
+from typing import Any, TypeVar
 
 from emem_graph.models import Entity, Episode, Gist, Observation
+
+Rendered = Observation | Gist | Entity | Episode
+"""A record a tool's text shows."""
+R = TypeVar("R", Observation, Gist, Entity, Episode)
+
+_collector: ContextVar[tuple[list[Rendered], set[tuple[str, str]]] | None] = ContextVar(
+    "emem_rendered_records", default=None
+)
+
+
+@contextmanager
+def collect_records() -> Iterator[list[Rendered]]:
+    """Collect, in this thread's context, every record the formatters render inside the
+    ``with`` block, in order of first rendering (each once).
+
+    Yields:
+        The list the records are appended to.
+    """
+    records: list[Rendered] = []
+    token = _collector.set((records, set()))
+    try:
+        yield records
+    finally:
+        _collector.reset(token)
+
+
+def noted(records: Iterable[R]) -> list[R]:
+    """``records`` as a list, noted as rendered (for lines a tool writes itself)."""
+    listed = list(records)
+    collection = _collector.get()
+    if collection is not None:
+        collected, seen = collection
+        for record in listed:
+            key = (type(record).__name__, record.id)
+            if key not in seen:
+                seen.add(key)
+                collected.append(record)
+    return listed
+
+
+def record_fields(record: Rendered) -> dict[str, Any]:
+    """The structured form of a rendered record: ``kind``, ``id``, ``text``, ``x``, ``y``,
+    ``z``, ``timestamp``, ``layer`` and the fields of its kind (JSON-ready values)."""
+    if isinstance(record, Observation):
+        return {
+            "kind": "observation",
+            "id": record.id,
+            "text": record.text,
+            "x": record.x,
+            "y": record.y,
+            "z": record.z,
+            "timestamp": record.timestamp,
+            "layer": record.layer_name,
+            "source_type": record.source_type,
+            "confidence": record.confidence,
+            "episode_id": record.episode_id,
+            "tier": record.tier,
+        }
+    if isinstance(record, Gist):
+        return {
+            "kind": "gist",
+            "id": record.id,
+            "text": record.text,
+            "x": record.x,
+            "y": record.y,
+            "z": record.z,
+            "timestamp": record.time_end,
+            "layer": record.layer_name,
+            "radius": record.radius,
+            "time_start": record.time_start,
+            "time_end": record.time_end,
+            "source_observation_count": record.source_observation_count,
+            "episode_id": record.episode_id,
+            "level": record.level,
+        }
+    if isinstance(record, Entity):
+        return {
+            "kind": "entity",
+            "id": record.id,
+            "text": record.name,
+            "x": record.x,
+            "y": record.y,
+            "z": record.z,
+            "timestamp": record.last_seen,
+            "layer": record.layer_name,
+            "name": record.name,
+            "entity_type": record.entity_type,
+            "first_seen": record.first_seen,
+            "last_seen": record.last_seen,
+            "observation_count": record.observation_count,
+        }
+    return {
+        "kind": "episode",
+        "id": record.id,
+        "text": record.gist or "",
+        "x": None,
+        "y": None,
+        "z": None,
+        "timestamp": record.start_time,
+        "layer": None,
+        "name": record.name,
+        "status": record.status,
+        "start_time": record.start_time,
+        "end_time": record.end_time,
+        "parent_episode_id": record.parent_episode_id,
+    }
 
 
 def format_time(timestamp: float) -> str:
@@ -14,17 +129,20 @@ def format_time(timestamp: float) -> str:
 
 def format_observation(o: Observation) -> str:
     """``[{layer}] ({x},{y}) [{time}] {text}``"""
+    noted([o])
     return f"[{o.layer_name}] ({o.x:.1f},{o.y:.1f}) [{format_time(o.timestamp)}] {o.text}"
 
 
 def format_entity(e: Entity) -> str:
     """``[entity/{type or 'object'}] ({x},{y}) [seen {count}x] {name}``"""
+    noted([e])
     kind = e.entity_type or "object"
     return f"[entity/{kind}] ({e.x:.1f},{e.y:.1f}) [seen {e.observation_count}x] {e.name}"
 
 
 def format_gist(g: Gist) -> str:
     """``[gist/{layer or 'cross-layer'}] ({x},{y}) [{n} obs] {text}``"""
+    noted([g])
     layer = g.layer_name or "cross-layer"
     return f"[gist/{layer}] ({g.x:.1f},{g.y:.1f}) [{g.source_observation_count} obs] {g.text}"
 
@@ -48,7 +166,7 @@ def format_by_layer(observations: list[Observation], *, with_coordinates: bool) 
     ``    - ({x},{y}) {text}`` line each (without the position when ``with_coordinates`` is
     False), in the order given within a layer."""
     by_layer: dict[str, list[Observation]] = {}
-    for o in observations:
+    for o in noted(observations):
         by_layer.setdefault(o.layer_name, []).append(o)
     lines: list[str] = []
     for layer in sorted(by_layer):
@@ -76,7 +194,8 @@ def format_body_status(readings: list[Observation], now: float) -> str:
         return "No body state data available."
     lines = ["Body Status:"]
     lines.extend(
-        f"  [{r.layer_name}] {r.text} ({format_age(now - r.timestamp)} ago)" for r in readings
+        f"  [{r.layer_name}] {r.text} ({format_age(now - r.timestamp)} ago)"
+        for r in noted(readings)
     )
     return "\n".join(lines)
 
@@ -84,6 +203,7 @@ def format_body_status(readings: list[Observation], now: float) -> str:
 def format_episode(episode: Episode, count: int, first: float | None, last: float | None) -> str:
     """``[{name}] ({status}) {gist or '(no summary)'}`` and, when it holds observations,
     ``  ({n} observations from {t_first} to {t_last})``."""
+    noted([episode])
     line = f"[{episode.name}] ({episode.status}) {episode.gist or '(no summary)'}"
     if count and first is not None and last is not None:
         line += f"\n  ({count} observations from {format_time(first)} to {format_time(last)})"

@@ -23,6 +23,7 @@ from emem_graph.retrieval.formatting import (
     format_episode,
     format_gist,
     format_record,
+    noted,
     numbered,
     source_label,
 )
@@ -246,7 +247,7 @@ class RetrievalTools:
             )
             if gists:
                 parts.append("Area summaries:")
-                parts.extend(f"  - {g.text}" for g in gists)
+                parts.extend(f"  - {g.text}" for g in noted(gists))
             if entities:
                 parts.append("Nearby entities:")
                 parts.extend(f"  - {_entity_short(e)}" for e in entities)
@@ -465,7 +466,7 @@ class RetrievalTools:
             lines.extend(format_by_layer(observations, with_coordinates=True))
         if gists:
             lines.append("Summaries:")
-            lines.extend(f"  [{g.layer_name or 'cross-layer'}] {g.text}" for g in gists)
+            lines.extend(f"  [{g.layer_name or 'cross-layer'}] {g.text}" for g in noted(gists))
         if entities:
             lines.append("Entities:")
             lines.extend(f"  {_entity_short(e)}" for e in entities)
@@ -508,6 +509,7 @@ def _filter(
 
 
 def _entity_short(entity: Entity) -> str:
+    noted([entity])
     return f"[{entity.entity_type or 'object'}] {entity.name} (seen {entity.observation_count}x)"
 
 

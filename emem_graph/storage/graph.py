@@ -78,7 +78,7 @@ class CypherResult:
 
 def _statement_error(message: str, timeout_s: float) -> EmemGraphError:
     """The emem_graph error for Kuzu's refusal of a developer statement."""
-    if "read-only database" in message:
+    if "read-only database" in message or "read-only transaction" in message:
         return ReadOnlyQueryError(
             "the memory is read-only here: Kuzu refused a write (CREATE, SET, DELETE, MERGE, "
             "DROP, ALTER, COPY FROM...) and nothing was changed; a memory is changed through "
@@ -308,10 +308,15 @@ class GraphDB:
         limit: int,
         timeout_s: float,
     ) -> CypherResult:
-        """Run one Cypher statement typed by a developer (the explore surface) on a read-only graph.
+        """Run one Cypher statement typed by a developer (the explore surface, the ROS bridge's
+        Query service) so that it cannot change the memory.
 
         It runs on a connection of its own with a query timeout, and only the first ``limit``
-        rows are kept.
+        rows are kept. On a graph opened read-only Kuzu refuses every write; on a live
+        read-write graph the statement runs inside a ``BEGIN TRANSACTION READ ONLY``
+        transaction, where Kuzu refuses every write too (CREATE, MERGE, SET, DELETE, DDL, COPY
+        FROM, INSTALL...). Statements that would write files (COPY ... TO, EXPORT) or attach
+        databases are not writes to Kuzu: the caller refuses those (explore.cypher.query_graph).
 
         Args:
             cypher: exactly one statement (a trailing ``;`` is fine).
@@ -323,40 +328,60 @@ class GraphDB:
             The columns, the rows and whether rows were left out.
 
         Raises:
-            StorageError: the graph is open read-write (developer Cypher never runs there).
+            StorageError: the graph is closed.
             ReadOnlyQueryError: the statement writes; Kuzu refused it, nothing changed.
             QueryTimeoutError: it ran longer than ``timeout_s``.
             InvalidInputError: several statements, or Kuzu refused it (syntax, unknown table...).
         """
-        if not self.read_only:
-            raise StorageError("developer Cypher runs only on a graph opened read-only")
         if self._closed:
             raise StorageError("the graph database is closed")
         connection = kuzu.Connection(self._db)
         try:
             connection.set_query_timeout(max(1, round(timeout_s * 1000)))
-            # prepare() refuses several statements before running any; execute() would run all.
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)
-                try:
-                    statement = connection.prepare(cypher)
-                    if not statement.is_success():
-                        raise _statement_error(statement.get_error_message(), timeout_s)
-                    result = connection.execute(statement, params or {})
-                except RuntimeError as exc:
-                    raise _statement_error(str(exc), timeout_s) from exc
-            results = result if isinstance(result, list) else [result]
-            last = results[-1]
+            if not self.read_only:
+                connection.execute("BEGIN TRANSACTION READ ONLY")
+            try:
+                return self._run_developer(connection, cypher, params, limit, timeout_s)
+            finally:
+                if not self.read_only:
+                    # Kuzu ends the transaction itself when a statement fails to bind.
+                    with contextlib.suppress(RuntimeError):
+                        connection.execute("ROLLBACK")
+        finally:
+            connection.close()
+
+    @staticmethod
+    def _run_developer(
+        connection: kuzu.Connection,
+        cypher: str,
+        params: dict[str, Any] | None,
+        limit: int,
+        timeout_s: float,
+    ) -> CypherResult:
+        # prepare() refuses several statements before running any; execute() would run all.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            try:
+                statement = connection.prepare(cypher)
+                if not statement.is_success():
+                    raise _statement_error(statement.get_error_message(), timeout_s)
+                result = connection.execute(statement, params or {})
+            except RuntimeError as exc:
+                raise _statement_error(str(exc), timeout_s) from exc
+        results = result if isinstance(result, list) else [result]
+        last = results[-1]
+        try:
             rows: list[list[Any]] = []
             while len(rows) < limit and last.has_next():
                 rows.append(list(last.get_next()))
             truncated = last.has_next()
             columns = list(last.get_column_names())
+        except RuntimeError as exc:
+            raise _statement_error(str(exc), timeout_s) from exc
+        finally:
             for each in results:
                 each.close()
-            return CypherResult(columns=columns, rows=rows, truncated=truncated)
-        finally:
-            connection.close()
+        return CypherResult(columns=columns, rows=rows, truncated=truncated)
 
     # --- writes --------------------------------------------------------------------------------
 
