@@ -498,6 +498,4 @@ def patrol_config(memory_dir: str | Path, *, rate_hz: float = 1.0) -> BridgeConf
 
     from ros_bridge.config import BridgeConfig
 
-    return BridgeConfig.model_validate(
-        yaml.safe_load(patrol_config_yaml(memory_dir, rate_hz=rate_hz))
-    )
+    return BridgeConfig.build(yaml.safe_load(patrol_config_yaml(memory_dir, rate_hz=rate_hz)))
