@@ -150,9 +150,13 @@ def run_demo(
     fresh: bool = True,
     echo: Callable[[str], None] = print,
     progress: bool = True,
+    from_bag: bool = False,
 ) -> SpatioTemporalMemory:
     """Build the patrol memory in ``directory`` and ask it every retrieval tool, printing the
-    answers. Returns the (closed) memory object for inspection."""
+    answers. Returns the (closed) memory object for inspection.
+
+    With ``from_bag`` the patrol is recorded as a ROS bag (odometry, captions, detections,
+    battery, temperature) and replayed through the ROS bridge's pipeline instead."""
     if fresh and directory.exists():
         shutil.rmtree(directory)
     now = [START_TIME]
@@ -167,9 +171,18 @@ def run_demo(
     with SpatioTemporalMemory(
         config=config, embedding_provider=embedder, get_current_time=clock
     ) as memory:
-        added = build_patrol_memory(
-            memory, clock=clock, advance=advance, rounds=rounds, progress=progress
-        )
+        if from_bag:
+            from ros_bridge.bag import replay_patrol
+
+            summary = replay_patrol(
+                memory, rounds=rounds, set_time=lambda t: now.__setitem__(0, t), progress=progress
+            )
+            echo(summary.describe())
+            added = summary.observations
+        else:
+            added = build_patrol_memory(
+                memory, clock=clock, advance=advance, rounds=rounds, progress=progress
+            )
         store = memory.store
         counts = store.counts()
         echo(f"\nRemembered {added} observations in {directory}")

@@ -172,6 +172,11 @@ class _Route:
         return False
 
 
+def patrol_loop_s(speed: float = 0.5, dwell_s: float = 3.0) -> float:
+    """Seconds of one loop of the patrol route."""
+    return _Route(speed, dwell_s).loop_s
+
+
 def _require_rosbags() -> None:
     try:
         import rosbags  # noqa: F401
@@ -381,6 +386,11 @@ def write_patrol_bag(
                 "header": header(t, "base_link"),
                 "voltage": 11.1 + 1.5 * fraction,
                 "current": -1.8,
+                # NaN is ROS's "not measured" for these float fields.
+                "temperature": math.nan,
+                "charge": math.nan,
+                "capacity": math.nan,
+                "design_capacity": 5.2,
                 "percentage": fraction,
                 "power_supply_status": 2,  # DISCHARGING
                 "power_supply_technology": 2,  # LION
