@@ -185,6 +185,12 @@ def _cmd_map(args: argparse.Namespace) -> int:
 # --- map: _cmd_ functions above this line (emem_graph.explore.mapping) ----------------------
 
 
+def _cmd_ros(args: argparse.Namespace) -> int:
+    from ros_bridge.node import run
+
+    return run(Path(args.config))
+
+
 # --- ros: _cmd_ functions above this line (ros_bridge.node) ----------------------------------
 
 
@@ -400,6 +406,16 @@ def build_parser() -> argparse.ArgumentParser:
     map_.set_defaults(run=_cmd_map)
 
     # --- ros parser below this line -----------------------------------------------------------
+    ros = commands.add_parser(
+        "ros",
+        help="run the ROS 2 bridge node: ingest topics, serve the memory's tools as services",
+        description="Run the ROS 2 bridge node until SIGINT/SIGTERM (needs rclpy and "
+        "emem_interfaces: source ROS 2 and the interface package's colcon workspace).",
+    )
+    ros.add_argument(
+        "--config", required=True, help="the bridge's YAML file (ros_bridge/example_bridge.yaml)"
+    )
+    ros.set_defaults(run=_cmd_ros)
 
     # --- ingest-bag parser below this line ----------------------------------------------------
     ingest_bag = commands.add_parser(
