@@ -97,6 +97,8 @@ AREA_FIELDS = ("near_x", "near_y", "spatial_radius")
 """Request fields that count only with ``use_near=true``."""
 ZERO_MEANS_NOT_GIVEN = frozenset({"last_n_minutes"})
 """Numeric request fields whose default 0 means "not given"."""
+SCHEMA_ONLY_ARGUMENTS = frozenset({"include_body_state"})
+"""Tool arguments the typed services leave out (the table of ROS.md); CallTool takes them."""
 
 
 # --- the memory's owner ----------------------------------------------------------------------
