@@ -316,16 +316,16 @@ def _replay(
             summary.end = t
             counts[connection.topic] += 1
             bar.update()
-            # The trigger runs before this message arrives: what it stores came before t.
-            if rate_trigger and pipeline.due(t):
-                pipeline.tick(t)
             try:
                 msg = reader.deserialize(raw, connection.msgtype)
             except AnyReaderError as exc:
                 summary.undecodable += 1
                 log.warning("%s message at %.3f not deserialized: %s", connection.topic, t, exc)
-                continue
-            if pipeline.on_message(connection.topic, msg, receive_time=t):
+                fired = False
+            else:
+                fired = pipeline.on_message(connection.topic, msg, receive_time=t)
+            # A trigger at bag time t sees every message received up to and including t.
+            if fired or (rate_trigger and pipeline.due(t)):
                 pipeline.tick(t)
         if rate_trigger and summary.end is not None:
             pipeline.tick(summary.end)  # the last trigger the live node would have run

@@ -445,6 +445,7 @@ def _write(
     if ros_version == 1:
         from rosbags.rosbag1 import Writer as Writer1
 
+        path.parent.mkdir(parents=True, exist_ok=True)  # rosbag2's writer does this itself
         with Writer1(path) as bag1:
             connections = {
                 topic: bag1.add_connection(topic, kind, typestore=store)
