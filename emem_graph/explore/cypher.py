@@ -61,6 +61,7 @@ _NOT_CODE = re.compile(
 _PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _PARAM_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _WORD = re.compile(r"[A-Za-z_]+")
+_LOAD = re.compile(r"\bLOAD\b", re.IGNORECASE)
 _WRITE_CLAUSE = re.compile(r"\b(CREATE|MERGE|SET|DELETE|REMOVE|COPY|DROP|ALTER)\b", re.IGNORECASE)
 # Statements the read-only database would still run: they write files, load code, attach other
 # databases or control transactions. The first keyword decides (after EXPLAIN / PROFILE).
@@ -348,6 +349,12 @@ def _refuse_side_effects(code: str) -> None:
             f"the memory is read-only here: {first} statements are refused (this surface only "
             "reads: it writes no files, loads no extensions, attaches no databases and opens "
             "no transactions)"
+        )
+    # LOAD FROM reads any file the process can read, wherever it stands in the statement.
+    if _LOAD.search(code):
+        raise ReadOnlyQueryError(
+            "the memory is read-only here: LOAD statements are refused (LOAD FROM reads files "
+            "outside the memory, LOAD EXTENSION loads code); query the memory's own tables"
         )
 
 
