@@ -35,6 +35,14 @@ class _Pending:
     embedding: np.ndarray | None
 
 
+class _EntitySighting:
+    """A buffer item marking a staged add_entity(): the flush that takes it writes the staged
+    entity changes, so they follow the same count and time bounds as observations."""
+
+
+_ENTITY_SIGHTING = _EntitySighting()
+
+
 class SpatioTemporalMemory:
     """A robot's memory of what it perceived, where and when, in one directory.
 
@@ -96,7 +104,7 @@ class SpatioTemporalMemory:
         self._consolidation.recover()
         self._position = self._store.latest_perception_position()
         self._working: deque[Observation] = deque(maxlen=config.working_memory_size)
-        self._buffer: IngestBuffer[_Pending] = IngestBuffer(
+        self._buffer: IngestBuffer[_Pending | _EntitySighting] = IngestBuffer(
             self._write_batch,
             clock=self._clock,
             batch_size=config.flush_batch_size,
@@ -112,9 +120,12 @@ class SpatioTemporalMemory:
         self.close()
 
     def flush(self) -> int:
-        """Write every buffered observation now. Returns how many were written."""
+        """Write every buffered observation (and staged entity sighting) now. Returns how many
+        observations were written."""
         self._check_open()
-        return self._buffer.flush()
+        written = self._buffer.flush()
+        self._consolidation.flush_entities()
+        return written
 
     def save(self) -> None:
         """Make everything added so far durable (eMEM's save())."""
@@ -132,6 +143,7 @@ class SpatioTemporalMemory:
         finally:
             try:
                 self._consolidation.stop()
+                self._consolidation.flush_entities()
             finally:
                 self._store.close()
 
@@ -244,7 +256,9 @@ class SpatioTemporalMemory:
             confidence=validation.confidence(confidence),
             metadata=validation.metadata(metadata, self.config.max_metadata_chars),
         )
-        return self._consolidation.add_entity(sighting)
+        entity_id = self._consolidation.add_entity(sighting)
+        self._buffer.add(_ENTITY_SIGHTING)
+        return entity_id
 
     # --- episodes ------------------------------------------------------------------------------
 
@@ -405,7 +419,18 @@ class SpatioTemporalMemory:
                 episode_id, max(start, last if last is not None else start), "interrupted"
             )
 
-    def _write_batch(self, batch: list[_Pending]) -> None:
+    def _write_batch(self, items: list[_Pending | _EntitySighting]) -> int:
+        batch = [item for item in items if isinstance(item, _Pending)]
+        if batch:
+            self._write_observations(batch)
+        if len(batch) < len(items):
+            try:
+                self._consolidation.flush_entities()
+            except Exception as exc:  # staged still; the next flush() retries and raises
+                log.warning("writing entity sightings failed (will retry): %s", exc)
+        return len(batch)
+
+    def _write_observations(self, batch: list[_Pending]) -> None:
         missing = [i for i, p in enumerate(batch) if p.embedding is None]
         vectors = np.zeros((len(batch), self.embedder.dim), dtype=np.float32)
         if missing:

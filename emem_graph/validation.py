@@ -79,9 +79,13 @@ def embedding(value: Any, dim: int) -> np.ndarray:
         raise EmbeddingDimensionError(
             f"embedding has {array.shape[0]} dimensions; the memory uses {dim}"
         )
-    if not np.all(np.isfinite(array)):
-        raise InvalidInputError("embedding contains NaN or infinity")
-    norm = float(np.linalg.norm(array))
+    # One dot product checks the common case: a finite sum of squares means finite entries.
+    with np.errstate(over="ignore", invalid="ignore"):
+        norm = math.sqrt(float(np.dot(array, array)))
+    if not math.isfinite(norm):
+        if not np.isfinite(array).all():
+            raise InvalidInputError("embedding contains NaN or infinity")
+        norm = float(np.linalg.norm(array.astype(np.float64)))  # huge but finite entries
     if norm == 0.0:
         raise InvalidInputError("embedding is the zero vector")
     return array / norm

@@ -111,6 +111,7 @@ def link_cooccurs(
     mem: SpatioTemporalMemory, a: str, b: str, count: int, first_seen: float, last_seen: float
 ) -> None:
     """One COOCCURS_WITH edge for the unordered pair (a, b)."""
+    mem.flush()  # entities from add_entity() are written by the flushes
     edges = pa.table(
         {
             "from": [a],

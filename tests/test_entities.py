@@ -5,6 +5,7 @@ caption's description of the same thing at the same place become one entity."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from typing import Any
 
@@ -127,3 +128,47 @@ def test_a_detected_chair_and_a_captioned_red_chair_at_one_place_are_one_entity(
     named, bare = mem.embed(["red chair", "chair"])
     assert float(np.dot(stored, named)) == pytest.approx(1.0, abs=1e-4)
     assert float(np.dot(stored, bare)) < 0.99
+
+
+def graph_entity_ids(mem: SpatioTemporalMemory) -> set[str]:
+    """Entity ids in the graph now, without flushing (store.graph, not mem.store)."""
+    rows = mem._store.graph.query_text("MATCH (e:Entity) RETURN e.id AS id")
+    return {row["id"] for row in rows}
+
+
+def test_add_entity_is_staged_and_written_with_the_flushes(
+    make_memory: Any, clock: Any, tmp_path: Any
+) -> None:
+    # Hand-given sightings are merged in memory at once and written by the flushes that write
+    # observations: by count (flush_batch_size items) and by time, on flush() and on close().
+    mem = make_memory(clock=clock, flush_batch_size=3, flush_interval=3600.0, **QUIET)
+    chair = mem.add_entity("red chair", 2.0, 2.0, timestamp=10.0)
+    assert mem.add_entity("red chair", 2.4, 2.0, timestamp=11.0) == chair  # staged, merged
+    assert graph_entity_ids(mem) == set()
+    assert mem.consolidation.resolver.staged == 1
+
+    mem.add_entity("blue door", 9.0, 9.0, timestamp=12.0)  # the third item: a full batch
+    deadline = time.monotonic() + 10.0
+    while mem.consolidation.resolver.staged and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert mem.consolidation.resolver.staged == 0
+    assert len(graph_entity_ids(mem)) == 2
+
+    lamp = mem.add_entity("lamp", 20.0, 20.0, timestamp=13.0)
+    assert lamp not in graph_entity_ids(mem)
+    assert "lamp" in mem.entity_query(name="lamp")  # a tool flushes first
+    assert lamp in graph_entity_ids(mem)
+
+    sofa = mem.add_entity("grey sofa", 30.0, 30.0, timestamp=14.0)
+    mem.add_entity("grey sofa", 30.5, 30.0, timestamp=15.0)
+    mem.close()  # writes what is staged
+    reopened = make_memory(clock=clock, **QUIET)
+    entity = reopened.store.get_entity(sofa)
+    assert entity.observation_count == 2
+    assert (entity.x, entity.y) == pytest.approx((30.25, 30.0))
+    assert reopened.store.get_entity(chair).observation_count == 2
+    assert entity_rows(reopened) == {e.id: 1 for e in all_entities(reopened)}
+    # After a reopen the entities are read back and merged into, not duplicated.
+    assert reopened.add_entity("red chair", 2.2, 2.0, timestamp=16.0) == chair
+    reopened.flush()
+    assert reopened.store.get_entity(chair).observation_count == 3

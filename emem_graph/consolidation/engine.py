@@ -155,8 +155,14 @@ class ConsolidationEngine:
             self._queue_extraction()
 
     def add_entity(self, sighting: Sighting) -> str:
-        """Merge a hand-given sighting into an entity (or create one); returns the entity id."""
-        return self.resolver.resolve([sighting])[0]
+        """Merge a hand-given sighting into an entity (or create one) in memory; returns the
+        entity id. The change is written by the next flush_entities()."""
+        return self.resolver.resolve([sighting], stage=True)[0]
+
+    def flush_entities(self) -> int:
+        """Write the staged entity changes (see add_entity). Raises StorageError on failure;
+        they stay staged."""
+        return self.resolver.flush()
 
     def extract_now(self) -> int:
         """Extract entities from everything queued, on the calling thread."""

@@ -21,6 +21,11 @@ count and first/last seen update, a more specific name replaces a vaguer one, an
 is replaced (never a second, dead vector). Each sighting's observation gets an OBSERVED_IN edge;
 entities sharing an observation get their COOCCURS_WITH count incremented (one edge per unordered
 pair, stored from the smaller id to the larger). A batch is one graph transaction.
+
+The resolver holds every entity in memory (read from the graph once; it is the only writer of
+entities). A batch can be staged instead of written: add_entity() stages its sighting, which is
+visible to the next sightings at once and written with the memory's next flush (by count or by
+flush_interval, like observations), so a hand-given sighting costs what add() costs.
 """
 
 from __future__ import annotations
@@ -76,7 +81,8 @@ class Sighting:
 @dataclass
 class _Tracked:
     entity: Entity
-    vector: np.ndarray
+    vector: np.ndarray | None
+    """The embedding of the entity's name (None until a sighting nearby needs it)."""
     new: bool = False
     changed: bool = False
 
@@ -137,45 +143,87 @@ class EntityResolver:
         self._lock = threading.RLock()
         self._names: OrderedDict[str, np.ndarray] = OrderedDict()
         self._contexts: OrderedDict[str, dict[str, list[np.ndarray]]] = OrderedDict()
+        self._table: dict[str, _Tracked] | None = None
+        self._grid = _Grid(radius)
+        self._dirty: set[str] = set()
+        self._staged_links: dict[tuple[str, str], float] = {}
+        self._staged_together: dict[str, tuple[set[str], float]] = {}
 
-    def resolve(self, sightings: Sequence[Sighting]) -> list[str]:
-        """Merge or create an entity per sighting and write them; returns the entity id of each
-        sighting, in order."""
+    def resolve(self, sightings: Sequence[Sighting], *, stage: bool = False) -> list[str]:
+        """Merge or create an entity per sighting; returns the entity id of each sighting, in
+        order.
+
+        Args:
+            sightings: what was seen.
+            stage: keep the result in memory (visible to later sightings at once) and write it
+                with the next flush() instead of now: how add_entity() stays as cheap as add().
+                Without it, everything staged so far is written together with this batch, in
+                one graph transaction.
+
+        Raises:
+            StorageError: the write failed; the result stays staged and the next write retries.
+        """
         if not sightings:
             return []
         with self._lock:
-            tracked = self._candidates(sightings)
+            table = self._loaded()
+            self._ensure_vectors(sightings)
             self._name_vectors([s.name for s in sightings])
-            grid = _Grid(self.radius)
-            for node_id, item in tracked.items():
-                grid.put(node_id, item.entity.x, item.entity.y)
             resolved: list[str] = [""] * len(sightings)
-            links: dict[tuple[str, str], float] = {}
-            together: dict[str, tuple[set[str], float]] = {}
+            links = self._staged_links
             for index in sorted(range(len(sightings)), key=lambda i: sightings[i].timestamp):
                 sighting = sightings[index]
-                match = self._best_match(sighting, tracked, grid)
+                match = self._best_match(sighting, table, self._grid)
                 if match is None:
                     match = self._create(sighting)
-                    tracked[match.entity.id] = match
+                    table[match.entity.id] = match
                 else:
                     first_time = (
                         sighting.observation_id is None
                         or (match.entity.id, sighting.observation_id) not in links
                     )
                     self._merge(match, sighting, counted=first_time)
-                grid.put(match.entity.id, match.entity.x, match.entity.y)
+                self._dirty.add(match.entity.id)
+                self._grid.put(match.entity.id, match.entity.x, match.entity.y)
                 self._remember_context(match.entity.id, sighting)
                 resolved[index] = match.entity.id
                 if sighting.observation_id is not None:
                     key = (match.entity.id, sighting.observation_id)
                     links[key] = max(links.get(key, 0.0), sighting.confidence)
-                    members, _ = together.setdefault(
+                    members, _ = self._staged_together.setdefault(
                         sighting.observation_id, (set(), sighting.timestamp)
                     )
                     members.add(match.entity.id)
-            self._store.apply(self._change(tracked, links, together))
+            if not stage:
+                self.flush()
             return resolved
+
+    def flush(self) -> int:
+        """Write every staged entity change (in one graph transaction, then one vector write).
+        Returns the number of entities written.
+
+        Raises:
+            StorageError: the write failed; everything stays staged for the next flush().
+        """
+        with self._lock:
+            if not self._dirty and not self._staged_links:
+                return 0
+            table = self._loaded()
+            dirty = [table[i] for i in self._dirty]
+            self._store.apply(self._change(dirty, self._staged_links, self._staged_together))
+            for tracked in dirty:
+                tracked.new = False
+                tracked.changed = False
+            self._dirty.clear()
+            self._staged_links.clear()
+            self._staged_together.clear()
+            return len(dirty)
+
+    @property
+    def staged(self) -> int:
+        """Entities changed in memory and not yet written."""
+        with self._lock:
+            return len(self._dirty)
 
     # --- matching ------------------------------------------------------------------------------
 
@@ -194,7 +242,7 @@ class EntityResolver:
             if compatible:
                 name_score = 1.0
             else:
-                name_score = float(name_vector @ candidate.vector)
+                name_score = float(name_vector @ _vector(candidate))
                 if name_score < self.name_threshold:
                     continue
             # A modifier on either side ("grey sofa" for "sofa") is evidence enough; two bare
@@ -270,7 +318,7 @@ class EntityResolver:
 
     def _change(
         self,
-        tracked: dict[str, _Tracked],
+        tracked: list[_Tracked],
         links: dict[tuple[str, str], float],
         together: dict[str, tuple[set[str], float]],
     ) -> GraphChange:
@@ -281,8 +329,8 @@ class EntityResolver:
                 for b in ordered[i + 1 :]:
                     count, first, last = pairs.get((a, b), [0.0, seen, seen])
                     pairs[(a, b)] = [count + 1, min(first, seen), max(last, seen)]
-        new = [t for t in tracked.values() if t.new]
-        updated = [t for t in tracked.values() if t.changed and not t.new]
+        new = [t for t in tracked if t.new]
+        updated = [t for t in tracked if t.changed and not t.new]
         change = GraphChange()
         change.run_each("create_entity", [entity_params(t.entity) for t in new])
         change.run_each("update_entity", [_update_params(t.entity) for t in updated])
@@ -300,23 +348,36 @@ class EntityResolver:
                 for (a, b), (n, first, last) in pairs.items()
             ],
         )
-        change.upsert([entity_vector(t.entity, t.vector) for t in new + updated])
+        change.upsert([entity_vector(t.entity, _vector(t)) for t in new + updated])
         return change
 
     # --- caches --------------------------------------------------------------------------------
 
-    def _candidates(self, sightings: Sequence[Sighting]) -> dict[str, _Tracked]:
-        xs = [s.x for s in sightings]
-        ys = [s.y for s in sightings]
-        found = reads.entities_in_box(
-            self._store,
-            min(xs) - self.radius,
-            max(xs) + self.radius,
-            min(ys) - self.radius,
-            max(ys) + self.radius,
-        )
-        self._name_vectors([e.name for e in found])
-        return {e.id: _Tracked(e, self._names[_key(e.name)]) for e in found}
+    def _loaded(self) -> dict[str, _Tracked]:
+        """Every entity, read from the graph once (the resolver is the only writer of
+        entities, so its copy stays the truth, staged changes included)."""
+        if self._table is None:
+            table: dict[str, _Tracked] = {}
+            for entity in reads.entities_in_box(self._store, -_FAR, _FAR, -_FAR, _FAR):
+                table[entity.id] = _Tracked(entity, None)
+                self._grid.put(entity.id, entity.x, entity.y)
+            self._table = table
+        return self._table
+
+    def _ensure_vectors(self, sightings: Sequence[Sighting]) -> None:
+        """Name vectors for the entities the sightings could merge into (embedded together,
+        only for entities that have none yet)."""
+        table = self._loaded()
+        need: dict[str, _Tracked] = {}
+        for sighting in sightings:
+            for entity_id in self._grid.near(sighting.x, sighting.y):
+                tracked = table[entity_id]
+                if tracked.vector is None:
+                    need[entity_id] = tracked
+        if need:
+            self._name_vectors([t.entity.name for t in need.values()])
+            for tracked in need.values():
+                tracked.vector = self._names[_key(tracked.entity.name)]
 
     def _name_vectors(self, labels: Sequence[str]) -> None:
         missing = list(dict.fromkeys(_key(n) for n in labels if _key(n) not in self._names))
@@ -356,6 +417,16 @@ class EntityResolver:
     def _trim(cache: OrderedDict[str, Any], size: int) -> None:
         while len(cache) > size:
             cache.popitem(last=False)
+
+
+_FAR = 1e300
+"""Bounds of a box holding every entity."""
+
+
+def _vector(tracked: _Tracked) -> np.ndarray:
+    if tracked.vector is None:
+        raise AssertionError(f"entity {tracked.entity.id} changed without its name vector")
+    return tracked.vector
 
 
 def _key(name: str) -> str:

@@ -24,7 +24,7 @@ class IngestBuffer(Generic[Item]):
 
     def __init__(
         self,
-        write: Callable[[list[Item]], None],
+        write: Callable[[list[Item]], int | None],
         *,
         clock: Callable[[], float],
         batch_size: int,
@@ -65,7 +65,8 @@ class IngestBuffer(Generic[Item]):
             self._wake.set()
 
     def flush(self) -> int:
-        """Write everything waiting now, on the calling thread. Returns how many were written.
+        """Write everything waiting now, on the calling thread. Returns how many were written
+        (the count ``write`` returns, when it returns one).
 
         Raises:
             Exception: the write failed (the items stay queued for a retry).
@@ -76,7 +77,7 @@ class IngestBuffer(Generic[Item]):
             if not batch:
                 return 0
             try:
-                self._write(batch)
+                written = self._write(batch)
             except BaseException as exc:
                 with self._lock:
                     self._items[:0] = batch
@@ -85,7 +86,7 @@ class IngestBuffer(Generic[Item]):
                 raise
             self.last_error = None
             self.flushes += 1
-            return len(batch)
+            return len(batch) if written is None else written
 
     def stop(self) -> None:
         """Stop the flush thread and write what is left (raises if that write fails)."""
