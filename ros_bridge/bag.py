@@ -235,7 +235,8 @@ def replay_bag(
         bag: A ROS 2 bag directory (sqlite3 or MCAP) or a ROS 1 ``.bag`` file.
         config: The bridge configuration (layers, position, trigger, memory).
         memory: The memory to write; default: open ``config.memory_dir`` (with the memory's
-            clock on bag time) and close it at the end.
+            clock on bag time, and batches of 256 unless the config sets flush_batch_size)
+            and close it at the end.
         progress: Show a progress bar.
         allow_missing: Replay even when configured topics are absent (they are listed in the
             summary); without it that is an error.
@@ -255,8 +256,12 @@ def replay_bag(
     try:
         connections, missing = _select(reader, bag, _subscriptions(config), allow_missing)
         if memory is None:
+            # Offline nobody waits for an observation to be searchable: write big batches.
+            batching = {} if "flush_batch_size" in config.memory else {"flush_batch_size": 256}
             memory = config.open_memory(
-                embedding_provider=embedding_provider, get_current_time=lambda: now[0]
+                embedding_provider=embedding_provider,
+                get_current_time=lambda: now[0],
+                **batching,
             )
         summary = ReplaySummary(
             bag=bag,
