@@ -28,7 +28,7 @@ The workload's own protocol lines (one ``os.write`` each, so a kill never leaves
 
     READY                        the memory is open
     FLUSHED <id> ...             flush() returned: these observations are durable
-    ENTITY <id>                  add_entity() returned: this entity is durable
+    ENTITY <id>                  add_entity() and flush() returned: the entity is durable
     EPISODE <id> <gist id> ...   end_episode(wait=True) returned: the gists are durable
     ARMED                        the kill point was reached; SIGKILL is on its way
     DONE                         the workload ran out of rounds without reaching the point
@@ -205,6 +205,7 @@ def workload(embedder: Any, db_path: str, seed: int, point: str, nth: int, delay
         if rng.random() < 0.5:
             name = f"{rng.choice(COLORS)} {rng.choice(THINGS)}"
             entity = mem.add_entity(name, cx + rng.uniform(-1, 1), cy + rng.uniform(-1, 1))
+            mem.flush()  # add_entity stages the sighting; flush() makes it durable
             say(f"ENTITY {entity}")
         # Outside episodes too, so that time-window consolidation has work.
         if rng.random() < 0.3:
@@ -235,6 +236,18 @@ def workload(embedder: Any, db_path: str, seed: int, point: str, nth: int, delay
     mem.close()
 
 
+def fresh_tqdm_lock() -> None:
+    """Give this fork its own tqdm lock. tqdm guards its bars with a multiprocessing lock (a
+    semaphore shared by every fork of the server); an earlier workload killed while holding it
+    inside the model's encode() would leave it taken for every later fork. A robot's process
+    shares no such lock with anyone: this is the harness's artefact, not the memory's."""
+    import tqdm
+    import tqdm.auto
+
+    for cls in {tqdm.tqdm, tqdm.auto.tqdm}:
+        cls.set_lock(threading.RLock())
+
+
 def serve() -> int:
     from emem_graph import SentenceTransformerEmbedder
 
@@ -258,6 +271,7 @@ def serve() -> int:
             # A workload that hangs shows where (every thread's stack on stderr) before the
             # parent gives up on it.
             faulthandler.dump_traceback_later(HANG_SECONDS, exit=True)
+            fresh_tqdm_lock()
             code = 0
             try:
                 workload(embedder, db_path, int(seed), point, int(nth), float(delay))
