@@ -250,6 +250,7 @@ def test_a_read_only_directory_is_a_clear_error_and_nothing_is_corrupted(
     with SpatioTemporalMemory(config=config, embedding_provider=minilm) as mem:
         assert [o.id for o in mem.store.get_observations(ids)] == ids
         assert "red chair" in mem.semantic_search("red chair by the door")
-    line = f"read-only directory ({how}): open refused with {type(caught.value).__name__}, files unchanged"
+    refused = type(caught.value).__name__
+    line = f"read-only directory ({how}): open refused with {refused}, files unchanged"
     print(line)
     summary.append(line)
