@@ -92,7 +92,8 @@ def message_fields(msg: Any) -> Iterator[tuple[str, Any]]:
     else:
         return
     for name in names:
-        if hasattr(msg, name):
+        # rosbags declares __msgtype__ as a (string-annotated) ClassVar that reads as a field.
+        if not name.startswith("__") and hasattr(msg, name):
             yield name, getattr(msg, name)
 
 
