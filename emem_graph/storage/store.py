@@ -101,11 +101,22 @@ class MemoryStore:
     def close(self) -> None:
         """Confirm finished vector work in the journal and close both stores."""
         with self._write_lock:
-            if not self.read_only and self._acknowledged:
-                with self.graph.write() as tx:
-                    tx.run("clear_vector_journal", {"ids": self._acknowledged})
-                self._acknowledged = []
-            self.graph.close()
+            try:
+                if not self.read_only:
+                    if self._acknowledged:
+                        with self.graph.write() as tx:
+                            tx.run("clear_vector_journal", {"ids": self._acknowledged})
+                        self._acknowledged = []
+                    self._release_old_vector_versions()
+            finally:
+                self.graph.close()
+
+    def _release_old_vector_versions(self) -> None:
+        # Disk only: a failure here loses nothing (the next compaction cleans up).
+        try:
+            self.vectors.close()
+        except (OSError, RuntimeError, ValueError) as exc:
+            log.warning("old vector versions not deleted at close: %s", exc)
 
     # --- writes --------------------------------------------------------------------------------
 
