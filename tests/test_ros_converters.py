@@ -275,3 +275,27 @@ def test_messages_read_back_from_cdr_convert_like_the_originals() -> None:
         assert convert(config, decoded) == convert(config, msg)
         if want is not None:
             assert convert(config, decoded) == want
+
+
+class _RclpyLike:
+    """Shaped like an rclpy message: private slots and get_fields_and_field_types()."""
+
+    __slots__ = ("_data", "_frame", "_values")
+
+    def __init__(self) -> None:
+        self._frame = "base_link"
+        self._data = bytes(range(10))
+        self._values = np.array([1.5, 2.5])
+
+    @classmethod
+    def get_fields_and_field_types(cls) -> dict[str, str]:
+        return {"frame": "string", "data": "sequence<uint8>", "values": "double[2]"}
+
+    frame = property(lambda self: self._frame)
+    data = property(lambda self: self._data)
+    values = property(lambda self: self._values)
+
+
+def test_generic_text_reads_rclpy_shaped_messages_through_their_field_list() -> None:
+    text = convert(layer("my_msgs/msg/Blob"), _RclpyLike())
+    assert text == "frame: base_link, values: [1.5, 2.5]"
