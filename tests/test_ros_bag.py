@@ -279,3 +279,15 @@ def test_demo_replays_the_patrol_from_a_bag(
     assert ">>> body_status()" in text and "[battery] battery" in text
     assert "coffee machine" in text
     shutil.rmtree(tmp_path / "demo")
+
+
+def test_replay_reads_exactly_the_topics_the_pipeline_subscribes_to(tmp_path: Path) -> None:
+    from ros_bridge.bag import _subscriptions
+    from ros_bridge.pipeline import IngestPipeline
+
+    rate = patrol_config(tmp_path / "memory")
+    data = rate.model_dump()
+    data["trigger"] = {"topic": "/tick"}
+    for config in (rate, BridgeConfig.build(data)):
+        pipeline = IngestPipeline(None, config)  # type: ignore[arg-type]  # never touched here
+        assert _subscriptions(config) == pipeline.subscriptions()
