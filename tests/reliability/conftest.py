@@ -58,7 +58,7 @@ def scale(pytestconfig: pytest.Config) -> Scale:
     long = _is_long(pytestconfig)
     return Scale(
         long=long,
-        kills=int(os.environ.get("EMEM_MATRIX_KILLS", 300 if long else 54)),
+        kills=int(os.environ.get("EMEM_MATRIX_KILLS", 300 if long else 50)),
         soak_seconds=float(os.environ.get("EMEM_RELIABILITY_SOAK", 120 if long else 20)),
         hostile_examples=int(os.environ.get("EMEM_HOSTILE_EXAMPLES", 2000 if long else 150)),
         growth_flushes=int(os.environ.get("EMEM_GROWTH_FLUSHES", 10_000 if long else 1_000)),

@@ -41,21 +41,21 @@ from emem_graph.consolidation import reads
 
 WORKLOAD = Path(__file__).with_name("crash_workload.py")
 LINE_TIMEOUT = 180.0
-SEARCH_NEW = 15
-SEARCH_OLD = 10
+SEARCH_NEW = 8
+SEARCH_OLD = 5
 
 # How many times each point is passed before the kill (drawn from 1..n), and the delay from
 # reaching it to the SIGKILL: 0 is exact (at that point), else a timer that lands inside the
 # operation (Kuzu and LanceDB release the GIL).
 NTH = {
-    "graph_batch": 6,
-    "graph_commit": 30,
-    "between": 8,
-    "vector_batch": 15,
-    "compaction": 4,
-    "consolidation": 3,
-    "entity_merge": 4,
-    "archival": 3,
+    "graph_batch": 4,
+    "graph_commit": 12,
+    "between": 5,
+    "vector_batch": 8,
+    "compaction": 3,
+    "consolidation": 2,
+    "entity_merge": 3,
+    "archival": 2,
     "anywhere": 1,
 }
 DELAY_MAX = {
@@ -67,7 +67,7 @@ DELAY_MAX = {
     "consolidation": 0.6,
     "entity_merge": 0.2,
     "archival": 0.1,
-    "anywhere": 4.0,
+    "anywhere": 2.5,
 }
 
 
