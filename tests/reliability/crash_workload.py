@@ -116,7 +116,7 @@ def wrap(owner: Any, name: str, before: Callable[[], None]) -> None:
 
 def install(kill: KillPoint) -> None:
     """Put the kill point into the library's write paths (this process only)."""
-    from emem_graph.consolidation import engine, entities, episodes, tiers
+    from emem_graph.consolidation import entities, episodes, tiers
     from emem_graph.storage import graph, store, vectors
 
     # Inside the observation batch's transaction: after its statements ran, before COMMIT.
@@ -151,8 +151,7 @@ def install(kill: KillPoint) -> None:
         kill.reached("archival")
         return original_archive(*args, **kwargs)
 
-    tiers.archive = archive  # type: ignore[assignment]
-    engine.tiers = tiers  # the engine calls tiers.archive through the module
+    tiers.archive = archive  # type: ignore[assignment]  (the engine calls tiers.archive)
 
 
 def workload(embedder: Any, db_path: str, seed: int, point: str, nth: int, delay: float) -> None:

@@ -270,7 +270,9 @@ def test_sigkill_inside_every_kind_of_write_loses_nothing_acknowledged(
             if code == -9:
                 kills[point] += 1
             else:
-                assert code == 0 and not armed, f"workload exit {code} ({command})"
+                assert code == 0 and not armed, (
+                    f"workload exit {code} ({command})\n{server.stderr_tail()}"
+                )
                 unreached[point] += 1
             context = f"seed={seed}, run {runs}: {command}, exit {code}"
             older = ledger.observations[: len(ledger.observations) - len(new)]
