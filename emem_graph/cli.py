@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from emem_graph.errors import EmemGraphError
+from emem_graph.errors import EmemGraphError, InvalidInputError
 from emem_graph.ingest.embeddings import EmbeddingProvider
 
 
@@ -93,7 +93,18 @@ def _cmd_cypher(args: argparse.Namespace) -> int:
     from emem_graph.explore.cypher import format_result, parse_params, run_cypher
 
     params = parse_params(args.param)
-    result = run_cypher(args.directory, args.cypher, params, args.limit, args.timeout)
+    if args.ros:
+        from ros_bridge.client import query_over_ros
+
+        # `cypher --ros "MATCH ..."`: the one positional is the statement (no directory).
+        statement = args.directory if args.cypher is None else args.cypher
+        result = query_over_ros(
+            statement, params, node=args.node, limit=args.limit, timeout_s=args.timeout
+        )
+    elif args.cypher is None:
+        raise InvalidInputError("give the memory directory and a statement: cypher DIR 'MATCH ...'")
+    else:
+        result = run_cypher(args.directory, args.cypher, params, args.limit, args.timeout)
     _print_rows(
         format_result(result, args.format), truncated=result.truncated and args.format != "table"
     )
@@ -311,9 +322,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     # --- cypher / shell / query parsers below this line ---------------------------------------
     cypher = commands.add_parser("cypher", help="run one read-only Cypher statement on a memory")
-    cypher.add_argument("directory", help="memory directory")
-    cypher.add_argument("cypher", help="one Cypher statement (writes are refused)")
+    cypher.add_argument("directory", help="memory directory (left out with --ros)")
+    cypher.add_argument("cypher", nargs="?", help="one Cypher statement (writes are refused)")
     _add_query_options(cypher)
+    cypher.add_argument(
+        "--ros",
+        action="store_true",
+        help="ask the running ROS bridge's Query service instead of opening DIR (needs rclpy)",
+    )
+    cypher.add_argument(
+        "--node", default="emem_graph", help="the bridge's node name (default emem_graph)"
+    )
     cypher.set_defaults(run=_cmd_cypher)
 
     shell = commands.add_parser("shell", help="interactive read-only Cypher shell on a memory")

@@ -37,3 +37,12 @@ def test_emem_graph_ros_reports_the_missing_rclpy(
     err = capsys.readouterr().err
     assert "emem-graph: error: the ROS bridge needs rclpy" in err
     assert not (tmp_path / "memory").exists()  # nothing was opened before the check
+
+
+def test_cypher_ros_reports_the_missing_rclpy_and_a_missing_statement(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["cypher", "--ros", "MATCH (o:Observation) RETURN count(o) AS n"]) == 2
+    assert "emem-graph: error: the ROS bridge needs rclpy" in capsys.readouterr().err
+    assert main(["cypher", str(tmp_path)]) == 2  # without --ros: a directory and a statement
+    assert "give the memory directory and a statement" in capsys.readouterr().err

@@ -401,3 +401,30 @@ def test_a_layer_of_a_missing_message_package_is_named(tmp_path: Path, bridge_co
     )
     with pytest.raises(BackendUnavailableError, match=r"layer 'objects'.*vision_msgs"):
         BridgeNode(config, context=bridge_context)
+
+
+def test_cypher_ros_asks_the_live_memory_through_the_query_service(
+    bridge: BridgeNode, patrol: Patrol, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The bridge holds the memory read-write: `emem-graph cypher --ros` is the way in.
+    from emem_graph.cli import main
+
+    node = bridge.config.node_name
+    count = "MATCH (o:Observation) RETURN count(o) AS n"
+    assert main(["cypher", "--ros", "--node", node, count, "--format", "json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)["rows"]
+    assert row["n"] >= len(patrol.scene) + len(patrol.temperature) + len(patrol.parked)
+
+    texts = "MATCH (o:Observation) WHERE o.layer = $layer RETURN o.text AS text"
+    assert main(["cypher", "--ros", "--node", node, texts, "--param", "layer=scene"]) == 0
+    out = capsys.readouterr().out
+    assert all(text in out for text in SCENE_TEXTS)
+
+    before = bridge.owner.call(lambda memory: memory.store.counts(), timeout_s=30.0)
+    assert main(["cypher", "--ros", "--node", node, "MATCH (o:Observation) DETACH DELETE o"]) == 2
+    assert "read" in capsys.readouterr().err
+    after = bridge.owner.call(lambda memory: memory.store.counts(), timeout_s=30.0)
+    assert after["observations"] == before["observations"] > 0
+
+    assert main(["cypher", "--ros", "--node", "no_such_bridge", count, "--timeout", "1"]) == 2
+    assert "no bridge answers at /no_such_bridge/query" in capsys.readouterr().err
