@@ -52,6 +52,9 @@ class MemoryConfig(BaseModel):
     ollama_host: str = "http://127.0.0.1:11434"
     ollama_embedding_model: str = "nomic-embed-text"
     ollama_timeout: float = Field(30.0, gt=0.0)
+    embedding_cache_size: int = Field(10_000, ge=0)
+    """Texts whose embeddings the memory keeps (least recently used out): a robot repeats
+    itself ("1 chair, 2 persons"), and a repeated text is not embedded again. 0: no cache."""
     max_text_chars: int = Field(100_000, gt=0)
     """Longest text accepted by add(); longer text is rejected, not truncated."""
     max_metadata_chars: int = Field(100_000, gt=0)

@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -89,6 +89,7 @@ class SpatioTemporalMemory:
         self.llm_client = llm_client
         self._clock: Callable[[], float] = get_current_time or time.time
         self._embed_lock = threading.Lock()
+        self._embedding_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._state_lock = threading.RLock()
         self._closed = False
         self._store = MemoryStore(config, self.embedder)
@@ -383,9 +384,29 @@ class SpatioTemporalMemory:
         return recent[-n:] if n else []
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Embed texts with the memory's provider (serialised: models are not thread-safe)."""
+        """Embed texts with the memory's provider (serialised: models are not thread-safe).
+        Each distinct text is embedded once; the last embedding_cache_size texts are kept."""
+        texts = list(texts)
         with self._embed_lock:
-            return self.embedder.embed(list(texts))
+            cache = self._embedding_cache
+            fresh: dict[str, np.ndarray] = {}
+            missing = [t for t in dict.fromkeys(texts) if t not in cache]
+            if missing:
+                vectors = np.asarray(self.embedder.embed(missing), dtype=np.float32)
+                fresh = {t: v.copy() for t, v in zip(missing, vectors, strict=True)}
+            out = np.empty((len(texts), self.embedder.dim), dtype=np.float32)
+            for i, text in enumerate(texts):
+                vector = fresh.get(text)
+                if vector is None:
+                    vector = cache[text]
+                    cache.move_to_end(text)
+                out[i] = vector
+            size = self.config.embedding_cache_size
+            if size:
+                cache.update(fresh)
+                while len(cache) > size:
+                    cache.popitem(last=False)
+            return out
 
     # --- internals -----------------------------------------------------------------------------
 

@@ -334,3 +334,42 @@ def test_check_embeddings_rejects_non_finite_values(bad: float) -> None:
     vectors[1, 2] = bad
     with pytest.raises(InvalidInputError, match="NaN or infinite"):
         check_embeddings(vectors, 2, 4)
+
+
+class CountingEmbedder:
+    """The real MiniLM, counting the texts it is asked to embed."""
+
+    def __init__(self, model: SentenceTransformerEmbedder) -> None:
+        self.model = model
+        self.dim = model.dim
+        self.asked: list[str] = []
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.asked.extend(texts)
+        return self.model.embed(texts)
+
+
+@pytest.mark.parametrize("size", [10_000, 2, 0])
+def test_the_memory_embeds_each_repeated_text_once(
+    make_memory: object, minilm: SentenceTransformerEmbedder, size: int
+) -> None:
+    counting = CountingEmbedder(minilm)
+    mem = make_memory(embedder=counting, embedding_cache_size=size)  # type: ignore[operator]
+    texts = ["1 chair, 2 persons", "a red door", "1 chair, 2 persons", "a red door"]
+    first = mem.embed(texts)
+    assert counting.asked == ["1 chair, 2 persons", "a red door"]  # distinct texts, once
+    np.testing.assert_allclose(first[0], first[2])
+    np.testing.assert_allclose(first, minilm.embed(texts), atol=1e-5)
+
+    second = mem.embed(["a red door", "a green lamp", "1 chair, 2 persons"])
+    if size:
+        assert counting.asked[2:] == ["a green lamp"]  # the two others came from the cache
+    else:
+        assert counting.asked[2:] == ["a red door", "a green lamp", "1 chair, 2 persons"]
+    np.testing.assert_allclose(second[0], first[1], atol=1e-5)
+    assert_unit_rows(second)
+
+    # Least recently used out: with room for two, "a red door" (used before the chair) is gone.
+    asked = len(counting.asked)
+    mem.embed(["a red door"])
+    assert counting.asked[asked:] == ([] if size > 2 else ["a red door"])
