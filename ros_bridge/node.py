@@ -325,9 +325,23 @@ class BridgeNode:
                 self._spin_thread.join(timeout=timeout_s)
         finally:
             try:
+                self._last_tick(timeout_s)
                 self.owner.close(timeout_s=timeout_s)
             finally:
                 self.node.destroy_node()
+
+    def _last_tick(self, timeout_s: float) -> None:
+        # With a rate trigger, messages that arrived since the last tick would be lost at
+        # shutdown: store them now. A topic trigger stores only when it fires.
+        if self.config.trigger.rate_hz is None:
+            return
+        try:
+            stored = self.owner.call(lambda memory: self.pipeline.tick(), timeout_s=timeout_s)
+        except Exception as exc:  # closing goes on: the memory is flushed and closed below
+            log.warning("the last tick at shutdown failed: %s: %s", type(exc).__name__, exc)
+            return
+        if stored:
+            log.info("stored %d observations of the last trigger period at shutdown", stored)
 
     def __enter__(self) -> BridgeNode:
         return self

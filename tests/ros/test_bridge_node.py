@@ -428,3 +428,41 @@ def test_cypher_ros_asks_the_live_memory_through_the_query_service(
 
     assert main(["cypher", "--ros", "--node", "no_such_bridge", count, "--timeout", "1"]) == 2
     assert "no bridge answers at /no_such_bridge/query" in capsys.readouterr().err
+
+
+def test_closing_stores_what_arrived_since_the_last_tick(
+    tmp_path: Path, bridge_context: Any, ros_client: RosClient
+) -> None:
+    # A slow rate trigger (one tick per 100 s) and a message just before shutdown: closing
+    # ticks once more, so the message is in the memory that reopens.
+    from std_msgs.msg import String
+
+    from emem_graph import SpatioTemporalMemory
+
+    config = bridge_config(
+        tmp_path / "memory",
+        node_name="emem_test_last_tick",
+        trigger={"rate_hz": 0.01},
+        position=None,
+        memory={"embedding_provider": "hashing", "maintenance_interval": None},
+    )
+    node = BridgeNode(config, context=bridge_context)
+    node.start()
+    try:
+        wait_until(
+            lambda: ros_client.node.count_subscribers(_topic("scene")) > 0, 30.0, "subscriber"
+        )
+        text = "a parcel left at the front door"
+        for _ in range(20):  # best effort: until the bridge has the message in its slot
+            ros_client.publish(_topic("scene"), String(data=text))
+            if node.pipeline.stats.messages:
+                break
+            time.sleep(0.1)
+        assert node.pipeline.stats.messages, "the bridge never received the message"
+        assert node.pipeline.stats.stored == 0  # no tick yet
+    finally:
+        node.close()
+    with SpatioTemporalMemory(
+        str(tmp_path / "memory"), config={"embedding_provider": "hashing"}
+    ) as memory:
+        assert text in memory.spatial_query(0.0, 0.0, radius=1.0)
