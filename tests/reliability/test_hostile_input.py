@@ -79,7 +79,14 @@ class CypherRecorder:
 
     def __init__(self) -> None:
         self.statements: list[str] = []
+        self.baseline: list[str] = []
         self._lock = threading.Lock()
+
+    def mark_baseline(self) -> None:
+        """What the library sent before any hostile input (BEGIN TRANSACTION, COMMIT, the
+        primary-key lookups it assembles...): text found there proves nothing."""
+        with self._lock:
+            self.baseline = list(self.statements)
 
     def record(self, query: Any) -> None:
         if isinstance(query, str):
@@ -89,11 +96,17 @@ class CypherRecorder:
     def containing(self, needles: list[str]) -> list[tuple[str, str]]:
         """(needle, statement) for every statement holding one of ``needles``. Needles shorter
         than 6 characters, or found in the library's own Cypher (an argument named "radius"),
-        prove nothing and are skipped."""
+        prove nothing and are skipped; so are those in what the library sent before any hostile
+        input (see mark_baseline)."""
         own = "\n".join(
-            read_cypher(folder, path.stem)
-            for folder in ("queries", "schema")
-            for path in resource_dir(folder).glob("*.cypher")
+            [
+                *(
+                    read_cypher(folder, path.stem)
+                    for folder in ("queries", "schema")
+                    for path in resource_dir(folder).glob("*.cypher")
+                ),
+                *self.baseline,
+            ]
         )
         telling = {n for n in needles if len(n.strip()) >= 6 and n not in own}
         unique = set(self.statements)
@@ -156,6 +169,7 @@ def memory(
     tmp_path_factory: pytest.TempPathFactory, minilm: Any, recorder: CypherRecorder
 ) -> Iterator[SpatioTemporalMemory]:
     mem = build_memory(tmp_path_factory.mktemp("hostile") / "mem", minilm)
+    recorder.mark_baseline()
     yield mem
     mem.close()
 
@@ -383,3 +397,13 @@ def test_memory_still_opens_and_answers_after_the_refusals(closed_memory: Path, 
         assert mem._store.counts()["pending_vectors"] == 0
     finally:
         mem.close()
+
+
+def test_the_recorder_would_catch_text_pasted_into_cypher() -> None:
+    """The leak check is not vacuous: a statement built from input is found."""
+    recorder = CypherRecorder()
+    recorder.record("MATCH (o:Observation) RETURN o")
+    recorder.mark_baseline()
+    pasted = f"MATCH (o:Observation) WHERE o.text = '{INJECTIONS[0]}' RETURN o"
+    recorder.record(pasted)
+    assert recorder.containing([INJECTIONS[0], "COMMIT", "x"]) == [(INJECTIONS[0], pasted)]
