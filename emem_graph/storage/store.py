@@ -170,11 +170,12 @@ class MemoryStore:
         with self._write_lock:
             if self._vector_backlog:
                 self.reconcile()
-            journal = change.journal()
             waiting = None
             with self.graph.write() as tx:
                 self._confirm_journal(tx)
                 change.run_steps(tx)
+                # After the steps: their row callbacks add vector work (archival's deletes).
+                journal = change.journal()
                 if journal is not None:
                     waiting = self._journal(tx, journal)
             self._follow(change)
