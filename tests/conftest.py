@@ -15,6 +15,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from fake_ollama import FakeOllamaServer
 from house import START as HOUSE_START
 from house import House, build_house
+from sim_clock import SimClock
 
 from emem_graph import (
     HashingEmbedder,
@@ -22,20 +23,6 @@ from emem_graph import (
     SentenceTransformerEmbedder,
     SpatioTemporalMemory,
 )
-
-
-class SimClock:
-    """A clock the test moves by hand (simulation time; starts at 0.0 on purpose)."""
-
-    def __init__(self, start: float = 0.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> float:
-        self.now += seconds
-        return self.now
 
 
 @pytest.fixture(scope="session")

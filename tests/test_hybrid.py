@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import SimClock
+from sim_clock import SimClock
 
 from emem_graph.models import Observation
 from emem_graph.retrieval.locate import estimate_location, strong_hits

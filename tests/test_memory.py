@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SimClock
+from sim_clock import SimClock
 
 from emem_graph import (
     EmbeddingDimensionError,

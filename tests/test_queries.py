@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conftest import SimClock
 from graph_writes import archive_window, link_cooccurs, link_observed_in, write_gist
+from sim_clock import SimClock
 
 from emem_graph.retrieval import graph_reads
 from emem_graph.retrieval.graph_reads import Circle

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import ros_messages as rm
-from conftest import SimClock
+from sim_clock import SimClock
 
 from emem_graph import SpatioTemporalMemory
 from emem_graph.models import Observation

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from conftest import SimClock
+from sim_clock import SimClock
 
 from emem_graph import SpatioTemporalMemory
 from emem_graph.errors import MemoryClosedError

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import SimClock
 from graph_writes import archive_window, write_gist
 from house import START
+from sim_clock import SimClock
 
 from emem_graph import InvalidInputError
 from emem_graph.retrieval.formatting import format_time

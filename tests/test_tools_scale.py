@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import SimClock
+from sim_clock import SimClock
 
 N = 10_000
 COLOURS = ("red", "blue", "green", "black", "white")
