@@ -220,8 +220,17 @@ def check_memory(
     observations = store.get_observations([i for i in search_ids if tier.get(i) != "archived"])
     if observations:
         vectors = mem.embed([o.text for o in observations])
+        # Body-state readings all sit at the origin and repeat their text ("battery at 51
+        # percent"): identical vectors at one point tie at 1.0, so ask for all of them.
+        same = Counter(
+            (row["text"], row["x"], row["y"])
+            for row in store.graph.query_text(
+                "MATCH (o:Observation) RETURN o.text AS text, o.x AS x, o.y AS y"
+            )
+        )
         for obs, vector in zip(observations, vectors, strict=True):
-            hits = store.nearest(vector, 5, VectorFilter(center=(obs.x, obs.y), radius=1e-3))
+            n = 5 + same[(obs.text, obs.x, obs.y)]
+            hits = store.nearest(vector, n, VectorFilter(center=(obs.x, obs.y), radius=1e-3))
             scores = {hit.id: hit.score for hit, _ in hits}
             assert scores.get(obs.id, 0.0) > 0.99, f"{obs.id} not found by search ({context})"
     archived = [i for i in search_ids if tier.get(i) == "archived"][:5]
