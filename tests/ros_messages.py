@@ -13,23 +13,11 @@ from typing import Any
 import numpy as np
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
-# vision_msgs 4.x (Humble and later), the types Detection2DArray needs.
-VISION_MSGS = {
-    "vision_msgs/msg/Point2D": "float64 x\nfloat64 y\n",
-    "vision_msgs/msg/Pose2D": "vision_msgs/Point2D position\nfloat64 theta\n",
-    "vision_msgs/msg/BoundingBox2D": "vision_msgs/Pose2D center\nfloat64 size_x\nfloat64 size_y\n",
-    "vision_msgs/msg/ObjectHypothesis": "string class_id\nfloat64 score\n",
-    "vision_msgs/msg/ObjectHypothesisWithPose": (
-        "vision_msgs/ObjectHypothesis hypothesis\ngeometry_msgs/PoseWithCovariance pose\n"
-    ),
-    "vision_msgs/msg/Detection2D": (
-        "std_msgs/Header header\nvision_msgs/ObjectHypothesisWithPose[] results\n"
-        "vision_msgs/BoundingBox2D bbox\nstring id\n"
-    ),
-    "vision_msgs/msg/Detection2DArray": (
-        "std_msgs/Header header\nvision_msgs/Detection2D[] detections\n"
-    ),
-}
+from ros_bridge import patrol_bag
+
+# vision_msgs 4.x (Humble and later), the types Detection2DArray needs: the bag writer's own
+# registration, so the tests build messages of exactly the types the patrol bags carry.
+VISION_MSGS = patrol_bag.VISION_MSGS
 
 
 @lru_cache(maxsize=1)
