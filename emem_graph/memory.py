@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from emem_graph import validation
+from emem_graph.capability import Capability
 from emem_graph.config import MemoryConfig
 from emem_graph.consolidation.engine import ConsolidationEngine
 from emem_graph.consolidation.entities import Sighting
@@ -105,6 +106,11 @@ class SpatioTemporalMemory:
         self._consolidation.recover()
         self._position = self._store.latest_perception_position()
         self._working: deque[Observation] = deque(maxlen=config.working_memory_size)
+        self._capabilities: list[Capability] = []
+        # Capabilities, one block each (their code lives in their own packages):
+        # capability: spatial (issue 8)
+        # capability: areas (issue 9)
+        # capability: profile (issue 10)
         self._buffer: IngestBuffer[_Pending | _EntitySighting] = IngestBuffer(
             self._write_batch,
             clock=self._clock,
@@ -145,6 +151,8 @@ class SpatioTemporalMemory:
             try:
                 self._consolidation.stop()
                 self._consolidation.flush_entities()
+                for capability in self._capabilities:
+                    capability.close()
             finally:
                 self._store.close()
 
@@ -462,7 +470,13 @@ class SpatioTemporalMemory:
         self._store.write_observations([p.observation for p in batch], vectors)
         for pending in batch:
             pending.observation.tier = "short_term"
-        self._consolidation.observations_written([p.observation for p in batch])
+        written = [p.observation for p in batch]
+        self._consolidation.observations_written(written)
+        for capability in self._capabilities:
+            try:
+                capability.observations_written(written)
+            except Exception:  # the batch is stored; the capability catches up on rebuild
+                log.exception("capability %s failed on a written batch", capability.name)
 
     # --- retrieval tools (emem_graph.retrieval) ------------------------------------------------
     # Thin delegations: the tools, their schemas, validation and formatting live in
@@ -472,7 +486,10 @@ class SpatioTemporalMemory:
     @functools.cached_property
     def tools(self) -> RetrievalTools:
         """The ten retrieval tools and the planner actions of this memory."""
-        return RetrievalTools(self, self._store, self._clock)
+        tools = RetrievalTools(self, self._store, self._clock)
+        for capability in self._capabilities:
+            tools.attach(capability, capability.tool_names)
+        return tools
 
     def get_tool_definitions(self, include_actions: bool = False) -> list[dict[str, Any]]:
         """The ten tools in OpenAI function-calling form (plus store_specific_memory,
@@ -620,3 +637,8 @@ class SpatioTemporalMemory:
     ) -> str:
         """Planner action: remember a note at (x, y, z), by default the current position."""
         return self.tools.store_specific_memory(content, layer_name, x, y, z)
+
+    # --- capabilities' tools (thin delegations, one block per capability) ----------------------
+    # tools: spatial (issue 8)
+    # tools: areas (issue 9)
+    # tools: profile (issue 10)

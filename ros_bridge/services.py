@@ -76,6 +76,9 @@ SERVICES: dict[str, ServiceSpec] = {
         _tool_service("Locate", "locate"),
         _tool_service("Recall", "recall"),
         _tool_service("BodyStatus", "body_status"),
+        # services: spatial (issue 8)
+        # services: areas (issue 9)
+        # services: profile (issue 10)
         ServiceSpec("CallTool", "call_tool", None, TOOL_RESPONSE),
         ServiceSpec("ListTools", "list_tools", None, ("names", "schemas_json")),
         ServiceSpec(

@@ -1,8 +1,12 @@
 // emem_graph graph schema (Kuzu DDL).
-// schema_version: 1
+// schema_version: 2
+// upgrades_from: 1
 //
 // Bump schema_version whenever a table or property changes; a database written with another
-// version is refused on open with a clear error (no silent migration).
+// version is refused on open with a clear error (no silent migration). When a new version only
+// ADDS tables, list the older versions in upgrades_from: they are upgraded on open by creating
+// the missing tables (every statement here is IF NOT EXISTS). Version 2 added the capabilities'
+// tables below (spatial map, area forest, user profile).
 
 CREATE NODE TABLE IF NOT EXISTS Observation(
     id STRING PRIMARY KEY,
@@ -80,3 +84,9 @@ CREATE REL TABLE IF NOT EXISTS COOCCURS_WITH(
     first_seen DOUBLE,
     last_seen DOUBLE
 );
+
+// --- spatial: topological map (issue 8) -----------------------------------------------------
+
+// --- areas: semantic forest of area gists (issue 9; area gists are Gist nodes, level >= 1) ---
+
+// --- profile: user-profile knowledge graph (issue 10) ----------------------------------------

@@ -21,6 +21,7 @@ from emem_graph import (
     StorageError,
     VectorFilter,
 )
+from emem_graph.storage.graph import schema_version
 
 
 def wait_until(condition, timeout: float = 10.0) -> bool:
@@ -250,3 +251,29 @@ def test_episode_with_unknown_parent_is_refused(make_memory):
     with pytest.raises(InvalidInputError, match="does not exist"):
         mem.start_episode("child", parent_episode_id="nope")
     assert mem.active_episode_id is None
+
+
+VERSION_1_TABLES = {
+    "Observation", "Episode", "Gist", "Entity", "MemoryInfo", "VectorSync",
+    "BELONGS_TO", "FOLLOWS", "SUBTASK_OF", "SUMMARIZES", "OBSERVED_IN", "COOCCURS_WITH",
+}  # fmt: skip
+
+
+def test_a_version_1_memory_is_upgraded_by_adding_the_new_tables(tmp_path: Path, minilm):
+    path = str(tmp_path / "mem")
+    with SpatioTemporalMemory(path, embedding_provider=minilm) as mem:
+        mem.add("red chair by the door", 1.0, 2.0, timestamp=10.0)
+        graph = mem._store.graph
+        tables = {r["name"]: r["type"] for r in graph.query_text("CALL show_tables() RETURN *")}
+        newer = [t for t in tables if t not in VERSION_1_TABLES]
+        with graph.write() as tx:  # turn it into a version-1 memory
+            for table in sorted(newer, key=lambda t: tables[t] != "REL"):  # edges first
+                tx.run_text(f"DROP TABLE {table}")
+            tx.run("set_memory_info", {"key": "schema_version", "value": "1"})
+    with SpatioTemporalMemory(path, embedding_provider=minilm) as mem:
+        graph = mem._store.graph
+        info = {r["key"]: r["value"] for r in graph.query("get_memory_info")}
+        assert info["schema_version"] == str(schema_version())
+        upgraded = {r["name"] for r in graph.query_text("CALL show_tables() RETURN *")}
+        assert upgraded == set(tables)
+        assert "red chair" in mem.semantic_search("chair")

@@ -114,7 +114,10 @@ def dispatch_tool_call(owner: object, tool_name: Any, arguments: Any = None) -> 
         if any(not isinstance(key, str) for key in arguments):
             return _error(f"{tool_name}: argument names must be strings")
         validate_arguments(tool_name, arguments)  # names 'self' or other odd keys cleanly
-        result: str = getattr(owner, tool_name)(**arguments)
+        # A RetrievalTools also serves the capabilities' attached tools through .tool().
+        lookup = getattr(owner, "tool", None)
+        method = lookup(tool_name) if callable(lookup) else getattr(owner, tool_name)
+        result: str = method(**arguments)
         return result
     except (EmemGraphError, ValueError) as exc:
         return _error(str(exc))

@@ -327,7 +327,39 @@ ACTION_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 """The write-side actions offered to planners."""
 
+CORE_TOOLS: tuple[str, ...] = tuple(TOOL_SCHEMAS)
+"""The ten retrieval tools of API.md (TOOL_SCHEMAS also holds the capabilities' tools)."""
+
 ALL_SCHEMAS: dict[str, dict[str, Any]] = {**TOOL_SCHEMAS, **ACTION_SCHEMAS}
+
+# Public helpers for the capabilities' schema modules (spatial, areas, profile), so their
+# parameters read like the core tools'.
+tool_schema = _tool
+required_text = _required_text
+time_parameter = _time
+N_RESULTS = _N_RESULTS
+LAYER = _LAYER
+
+
+def register_tool_schemas(schemas: dict[str, dict[str, Any]]) -> None:
+    """Add a capability's tools (schemas made with ``tool_schema``) after the core ten.
+
+    Called once, at import, by the capability's schema module; the capability's tool methods
+    (``@tool_method``) are checked against these schemas when their module is imported.
+
+    Raises:
+        ValueError: a tool of that name is registered already.
+    """
+    for name, schema in schemas.items():
+        if name in ALL_SCHEMAS:
+            raise ValueError(f"tool {name!r} is registered already")
+        if schema["name"] != name:
+            raise ValueError(f"tool {name!r}: its schema is named {schema['name']!r}")
+    TOOL_SCHEMAS.update(schemas)
+    # ALL_SCHEMAS keeps the tools first, then the planner actions.
+    ALL_SCHEMAS.clear()
+    ALL_SCHEMAS.update({**TOOL_SCHEMAS, **ACTION_SCHEMAS})
+    arguments_model.cache_clear()
 
 
 class ToolArgumentError(InvalidInputError):

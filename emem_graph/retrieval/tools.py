@@ -29,7 +29,7 @@ from emem_graph.retrieval.formatting import (
 )
 from emem_graph.retrieval.graph_reads import Circle
 from emem_graph.retrieval.locate import estimate_location
-from emem_graph.retrieval.schemas import tool_definitions
+from emem_graph.retrieval.schemas import ALL_SCHEMAS, tool_definitions
 from emem_graph.retrieval.search import HybridSearch, split_request
 from emem_graph.retrieval.timeparse import parse_optional_time
 from emem_graph.storage.vectors import VectorFilter
@@ -98,6 +98,7 @@ class RetrievalTools:
         self._store = store
         self._clock = clock
         self._search = HybridSearch(store, host.embed, host.config, clock)
+        self._attached: dict[str, Callable[..., str]] = {}
 
     def flush_before_tool(self) -> None:
         """Make every added observation visible to the tool about to run."""
@@ -424,9 +425,35 @@ class RetrievalTools:
 
     # --- definitions and dispatch --------------------------------------------------------------
 
+    def attach(self, owner: object, names: list[str]) -> None:
+        """Serve a capability's tools (spatial, areas, profile): ``names`` are ``owner``'s
+        ``@tool_method`` methods, whose schemas the capability registered.
+
+        Raises:
+            ValueError: a name has no registered schema, or is served already.
+        """
+        for name in names:
+            if name not in ALL_SCHEMAS:
+                raise ValueError(f"tool {name!r} has no registered schema")
+            if name in self._attached or hasattr(type(self), name):
+                raise ValueError(f"tool {name!r} is served already")
+            self._attached[name] = getattr(owner, name)
+
+    def tool(self, name: str) -> Callable[..., str]:
+        """The callable behind tool ``name`` (a core tool, an action or an attached tool).
+
+        Raises:
+            AttributeError: no such tool is served here.
+        """
+        if name in self._attached:
+            return self._attached[name]
+        method: Callable[..., str] = getattr(self, name)
+        return method
+
     def definitions(self, include_actions: bool = False) -> list[dict[str, Any]]:
-        """The tools (and optionally the planner actions) in OpenAI function-calling form."""
-        return tool_definitions(include_actions)
+        """The tools served here (and optionally the planner actions) in OpenAI
+        function-calling form."""
+        return [d for d in tool_definitions(include_actions) if self._serves(d)]
 
     def dispatch(self, tool_name: Any, arguments: Any = None) -> str:
         """Run a tool by name; returns its text or one line ``Error: ...``, never raises."""
@@ -437,9 +464,13 @@ class RetrievalTools:
     ) -> list[tuple[Callable[..., str], dict[str, Any]]]:
         """(callable, definition) pairs for frameworks that register tools one by one."""
         return [
-            (getattr(self, definition["function"]["name"]), definition)
-            for definition in tool_definitions(include_actions)
+            (self.tool(definition["function"]["name"]), definition)
+            for definition in self.definitions(include_actions)
         ]
+
+    def _serves(self, definition: dict[str, Any]) -> bool:
+        name = definition["function"]["name"]
+        return name in self._attached or hasattr(type(self), name)
 
     # --- internals -----------------------------------------------------------------------------
 

@@ -52,6 +52,18 @@ def schema_version() -> int:
     return int(match.group(1))
 
 
+_UPGRADES_RE = re.compile(r"^//\s*upgrades_from:\s*([\d, ]+)\s*$", re.MULTILINE)
+
+
+def upgradable_versions() -> set[str]:
+    """Older schema versions this schema only adds tables to (``// upgrades_from: 1, 2``):
+    a memory of one of them is upgraded on open by creating the missing tables."""
+    match = _UPGRADES_RE.search(read_cypher("schema", SCHEMA_NAME))
+    if match is None:
+        return set()
+    return {part.strip() for part in match.group(1).split(",") if part.strip()}
+
+
 def _schema_statements() -> list[str]:
     lines = [
         line
@@ -223,6 +235,14 @@ class GraphDB:
                     tx.run_text(statement)
                 for key, value in {"schema_version": version, **info}.items():
                     tx.run("set_memory_info", {"key": key, "value": value})
+            stored = {row["key"]: row["value"] for row in self.query("get_memory_info")}
+        if stored.get("schema_version") in upgradable_versions() and not self.read_only:
+            # Additive upgrade: every statement is IF NOT EXISTS, so only new tables appear;
+            # one transaction, so a crash leaves the old version intact.
+            with self.write() as tx:
+                for statement in _schema_statements():
+                    tx.run_text(statement)
+                tx.run("set_memory_info", {"key": "schema_version", "value": version})
             stored = {row["key"]: row["value"] for row in self.query("get_memory_info")}
         if stored.get("schema_version") != version:
             raise SchemaVersionError(
