@@ -264,6 +264,15 @@ def _cmd_make_bag(args: argparse.Namespace) -> int:
 # --- ingest-bag: _cmd_ functions above this line (ros_bridge.bag) ----------------------------
 
 
+# --- spatial (issue 8): _cmd_ functions above this line ---------------------------------------
+
+
+# --- areas (issue 9): _cmd_ functions above this line -----------------------------------------
+
+
+# --- profile (issue 10): _cmd_ functions above this line --------------------------------------
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``emem-graph``."""
     parser = argparse.ArgumentParser(
@@ -481,6 +490,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="memory_dir in that config (default patrol-memory)",
     )
     make_bag.set_defaults(run=_cmd_make_bag)
+
+    # --- spatial (issue 8) parsers below this line --------------------------------------------
+
+    # --- areas (issue 9) parsers below this line ----------------------------------------------
+
+    # --- profile (issue 10) parsers below this line -------------------------------------------
 
     return parser
 
