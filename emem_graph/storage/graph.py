@@ -64,6 +64,14 @@ def upgradable_versions() -> set[str]:
     return {part.strip() for part in match.group(1).split(",") if part.strip()}
 
 
+_TABLE_RE = re.compile(r"CREATE\s+(?:NODE|REL)\s+TABLE\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.I)
+
+
+def schema_tables() -> set[str]:
+    """The names of the tables schema/graph.cypher creates."""
+    return {m.group(1) for s in _schema_statements() if (m := _TABLE_RE.match(s))}
+
+
 def _schema_statements() -> list[str]:
     lines = [
         line
@@ -236,9 +244,13 @@ class GraphDB:
                 for key, value in {"schema_version": version, **info}.items():
                     tx.run("set_memory_info", {"key": key, "value": value})
             stored = {row["key"]: row["value"] for row in self.query("get_memory_info")}
-        if stored.get("schema_version") in upgradable_versions() and not self.read_only:
+        upgrade = stored.get("schema_version") in upgradable_versions() or (
+            stored.get("schema_version") == version and not schema_tables() <= tables
+        )
+        if upgrade and not self.read_only:
             # Additive upgrade: every statement is IF NOT EXISTS, so only new tables appear;
-            # one transaction, so a crash leaves the old version intact.
+            # one transaction, so a crash leaves the old version intact. (A memory of this
+            # version lacking tables was made by a development build of it.)
             with self.write() as tx:
                 for statement in _schema_statements():
                     tx.run_text(statement)
