@@ -111,6 +111,11 @@ class SpatioTemporalMemory:
         # capability: spatial (issue 8)
         # capability: areas (issue 9)
         # capability: profile (issue 10)
+        from emem_graph.profile import UserProfile
+
+        self.profile = UserProfile(self, self._store, clock=self._clock)
+        """Users' personal knowledge (facts, routines) grounded in entities (emem_graph.profile)."""
+        self._capabilities.append(self.profile)
         self._buffer: IngestBuffer[_Pending | _EntitySighting] = IngestBuffer(
             self._write_batch,
             clock=self._clock,
@@ -642,3 +647,7 @@ class SpatioTemporalMemory:
     # tools: spatial (issue 8)
     # tools: areas (issue 9)
     # tools: profile (issue 10)
+    def user_profile(self, query: str, user: str | None = None, k: int = 3) -> str:
+        """What a user told the robot about themselves that fits a request (objects they mean
+        by personal expressions, routines in order), with grounded positions."""
+        return self.profile.user_profile(query, user, k)

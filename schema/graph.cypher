@@ -90,3 +90,63 @@ CREATE REL TABLE IF NOT EXISTS COOCCURS_WITH(
 // --- areas: semantic forest of area gists (issue 9; area gists are Gist nodes, level >= 1) ---
 
 // --- profile: user-profile knowledge graph (issue 10) ----------------------------------------
+// Profile nodes are few (a household's facts and routines): their embeddings live on the nodes
+// (FLOAT[] lists, searched exactly in NumPy), not in LanceDB. Objects and locations belong to
+// one user; a routine's steps are Pattern nodes chained by BEFORE, their arguments TARGET edges
+// carrying the argument's position.
+
+CREATE NODE TABLE IF NOT EXISTS User(
+    id STRING PRIMARY KEY,
+    name STRING,
+    created_at DOUBLE
+);
+
+CREATE NODE TABLE IF NOT EXISTS Knowledge(
+    id STRING PRIMARY KEY,
+    user_id STRING,
+    subtype STRING,
+    alias STRING,
+    description STRING,
+    content STRING,
+    created_at DOUBLE,
+    updated_at DOUBLE,
+    alias_vector FLOAT[],
+    content_vector FLOAT[]
+);
+
+CREATE NODE TABLE IF NOT EXISTS Pattern(
+    id STRING PRIMARY KEY,
+    knowledge_id STRING,
+    step INT64,
+    action STRING,
+    arguments STRING,
+    text STRING
+);
+
+CREATE NODE TABLE IF NOT EXISTS ProfileObject(
+    id STRING PRIMARY KEY,
+    user_id STRING,
+    name STRING,
+    attributes STRING,
+    granularity STRING,
+    vector FLOAT[]
+);
+
+CREATE NODE TABLE IF NOT EXISTS ProfileLocation(
+    id STRING PRIMARY KEY,
+    user_id STRING,
+    name STRING,
+    expression STRING,
+    vector FLOAT[]
+);
+
+CREATE REL TABLE IF NOT EXISTS REFERS_TO(FROM User TO Knowledge);
+CREATE REL TABLE IF NOT EXISTS ENTAILS(FROM Knowledge TO Pattern);
+CREATE REL TABLE IF NOT EXISTS TARGET(
+    FROM Pattern TO ProfileObject,
+    FROM Pattern TO ProfileLocation,
+    position INT64
+);
+CREATE REL TABLE IF NOT EXISTS COMPOSED_OF(FROM Knowledge TO ProfileObject);
+CREATE REL TABLE IF NOT EXISTS BEFORE(FROM Pattern TO Pattern);
+CREATE REL TABLE IF NOT EXISTS GROUNDED_AS(FROM ProfileObject TO Entity, similarity DOUBLE);

@@ -99,6 +99,9 @@ class RetrievalTools:
         self._clock = clock
         self._search = HybridSearch(store, host.embed, host.config, clock)
         self._attached: dict[str, Callable[..., str]] = {}
+        # Profile aliases (issue 10): an attached capability's resolve_concept(text) -> text | None
+        # turns "my favorite cup" into what it names before locate and recall search.
+        self._resolvers: list[Callable[[str], str | None]] = []
 
     def flush_before_tool(self) -> None:
         """Make every added observation visible to the tool about to run."""
@@ -331,7 +334,7 @@ class RetrievalTools:
             time_before=parse_optional_time(time_before, now, name="time_before"),
             include_body_state=include_body_state,
         )
-        vector = self._search.embed([concept])[0]
+        vector = self._search.embed([self._resolved(concept)])[0]
         estimate = estimate_location(self._search.dense(vector, n_results, where))
         if estimate is None:
             return "Could not locate: no matching memories found."
@@ -361,7 +364,7 @@ class RetrievalTools:
         entities seen in them or placed there."""
         parts = split_request(query)
         where = _filter(include_body_state=include_body_state)
-        vectors = self._search.embed(parts)
+        vectors = self._search.embed([self._resolved(part) for part in parts])
         blocks: list[str] = []
         missing: list[str] = []
         for part, vector in zip(parts, vectors, strict=True):
@@ -438,6 +441,9 @@ class RetrievalTools:
             if name in self._attached or hasattr(type(self), name):
                 raise ValueError(f"tool {name!r} is served already")
             self._attached[name] = getattr(owner, name)
+        resolver = getattr(owner, "resolve_concept", None)
+        if callable(resolver) and resolver not in self._resolvers:
+            self._resolvers.append(resolver)
 
     def tool(self, name: str) -> Callable[..., str]:
         """The callable behind tool ``name`` (a core tool, an action or an attached tool).
@@ -473,6 +479,14 @@ class RetrievalTools:
         return name in self._attached or hasattr(type(self), name)
 
     # --- internals -----------------------------------------------------------------------------
+
+    def _resolved(self, text: str) -> str:
+        """``text``, or what an attached resolver says it stands for (a profile alias)."""
+        for resolver in self._resolvers:
+            found = resolver(text)
+            if found:
+                return found
+        return text
 
     def _recall_block(self, label: str, circle: Circle, n: int, include_body_state: bool) -> str:
         observations = graph_reads.observations_near(

@@ -1,0 +1,609 @@
+"""UserProfile: the personal memory of a household robot's users, grounded in its entities.
+
+What users say about themselves becomes knowledge nodes: object semantics ("the yellow cup
+with the wooden handle is my favorite cup": the alias COMPOSED_OF its objects) and user patterns
+("for my cozy evening, move the candle to the table, then to the couch": the alias ENTAILS its
+steps, chained by BEFORE, each TARGETing its objects and places). Objects and places are nodes
+of their user, reused when a later instruction names them again in other words. Objects are
+GROUNDED_AS the world entities they are, so a request for "my favorite cup" can be located.
+
+Ways in: the structured API (``add_object_semantics``, ``add_user_pattern``: no LLM needed) and
+``update_from_instruction`` (the LLM's JSON extraction when one is configured, otherwise the
+rule-based parser). Way out: the ``user_profile`` tool, and alias resolution for ``locate`` and
+``recall`` (``resolve_concept``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+from pydantic import ValidationError
+
+from emem_graph.errors import BackendUnavailableError, InvalidInputError
+from emem_graph.profile import grounding, parse
+from emem_graph.profile.llm import ProfileLLM, extract_instruction, profile_llm_for
+from emem_graph.profile.matching import (
+    ALIAS_THRESHOLD,
+    conflicts,
+    cosine,
+    same_thing,
+    strip_possessive,
+)
+from emem_graph.profile.models import (
+    OBJECT_SEMANTICS,
+    USER_PATTERN,
+    Instruction,
+    KnowledgeNode,
+    LocationSpec,
+    ObjectSpec,
+    ProfileHit,
+    ProfileUpdate,
+    StepSpec,
+)
+from emem_graph.profile.render import render
+from emem_graph.profile.schemas import DEFAULT_K
+from emem_graph.profile.storage import (
+    KnowledgeWrite,
+    ProfileSnapshot,
+    as_list,
+    read_snapshot,
+    removal,
+)
+from emem_graph.profile.storage import grounding as grounding_change
+from emem_graph.retrieval.dispatch import tool_method
+
+if TYPE_CHECKING:
+    from emem_graph.config import MemoryConfig
+    from emem_graph.models import Observation
+    from emem_graph.storage.store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+SUBTYPE_BONUS = 0.1
+"""Added to the score of knowledge of the type a request was classified as (the right subgraph
+first; the other still answers when it matches much better)."""
+MENTION_BONUS = 0.15
+"""Added when the request names the alias word for word ("... my cozy evening")."""
+MIN_SCORE = 0.3
+"""Below this cosine similarity a knowledge node is not returned at all."""
+RESOLVE_THRESHOLD = 0.75
+"""Cosine similarity of a locate/recall concept and an alias from which the concept is read as
+that alias (the concept must also say whose: 'my', 'our', ...)."""
+
+_POSSESSIVE_RE = re.compile(r"\b(my|our|mine|his|her|their)\b", re.IGNORECASE)
+_USER_RE = re.compile(r"\s+")
+
+
+class ProfileHost(Protocol):
+    """What the profile needs of the memory facade."""
+
+    config: MemoryConfig
+    llm_client: Any
+
+    def flush(self) -> int: ...
+
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+def user_key(user: str) -> str:
+    """A user's id: the name in lower case with single spaces.
+
+    Raises:
+        InvalidInputError: empty name.
+    """
+    if not isinstance(user, str) or not user.strip():
+        raise InvalidInputError("user must be a non-empty name")
+    return _USER_RE.sub(" ", user.strip()).lower()
+
+
+class UserProfile:
+    """The user-profile capability of one memory (``mem.profile``).
+
+    Args:
+        host: the memory facade (embed, flush, config, llm_client).
+        store: its store (all writes go through ``store.apply``).
+        clock: the memory's clock (creation and update times).
+        llm: a ProfileLLM; None: derived from the memory's LLM settings (profile_llm_for), or
+            none, in which case instructions are parsed by rules.
+    """
+
+    name = "profile"
+
+    def __init__(
+        self,
+        host: ProfileHost,
+        store: MemoryStore,
+        *,
+        clock: Callable[[], float],
+        llm: ProfileLLM | None = None,
+    ) -> None:
+        self.tool_names = ["user_profile"]
+        self._host = host
+        self._store = store
+        self._clock = clock
+        self._dim = host.config.embedding_dim
+        self.llm: ProfileLLM | None = (
+            llm if llm is not None else profile_llm_for(host.config, host.llm_client)
+        )
+        self.current_user: str | None = None
+        """Whose aliases ``locate`` and ``recall`` resolve ('my favorite cup'); None: anyone's."""
+        self._lock = threading.RLock()
+        self._snapshot: ProfileSnapshot | None = None
+        self._entity_signature: tuple[Any, ...] | None = None
+
+    # --- Capability ----------------------------------------------------------------------------
+
+    def flush_before_tool(self) -> None:
+        """Make every added observation (and entity) visible to the tool about to run."""
+        self._host.flush()
+
+    def observations_written(self, observations: list[Observation]) -> None:
+        """New entities may have appeared: match the objects not grounded yet."""
+        self._refresh_grounding()
+
+    def close(self) -> None:
+        """Nothing is pending: every write is committed when its call returns."""
+
+    # --- the structured API --------------------------------------------------------------------
+
+    def add_object_semantics(
+        self,
+        user: str,
+        alias: str,
+        objects: Sequence[str | ObjectSpec | dict[str, Any]],
+        description: str | None = None,
+    ) -> ProfileUpdate:
+        """Remember which object(s) ``user`` means by ``alias`` ("my favorite cup").
+
+        An existing object-semantics alias of the user that says the same ("my favourite
+        cup") is updated (same node, its objects replaced); objects the user already has under
+        another phrasing are reused.
+
+        Raises:
+            InvalidInputError: empty user, alias or objects.
+        """
+        try:
+            instruction = Instruction(
+                subtype=OBJECT_SEMANTICS,
+                alias=alias,
+                description=description or "",
+                objects=[ObjectSpec.model_validate(o) for o in objects],
+            )
+        except ValidationError as exc:
+            raise InvalidInputError(f"add_object_semantics: {_first_error(exc)}") from None
+        if not instruction.objects:
+            raise InvalidInputError("add_object_semantics: give at least one object")
+        return self._write(user, instruction, "api")
+
+    def add_user_pattern(
+        self,
+        user: str,
+        alias: str,
+        steps: Sequence[str | StepSpec | dict[str, Any]],
+        description: str | None = None,
+    ) -> ProfileUpdate:
+        """Remember a routine of ``user``: ``alias`` ("my cozy evening") and its steps in order.
+
+        A step is a StepSpec, a dict (``{"action": "move", "object": "candle", "location":
+        "table"}``) or a phrase ("move the candle to the table"; "to the couch" repeats the
+        previous action and object). An existing routine of the user with the same alias is
+        updated: one knowledge node, its steps replaced by these; objects and places shared
+        with other knowledge stay.
+
+        Raises:
+            InvalidInputError: empty user or alias, no steps, or a phrase that is not a step.
+        """
+        parsed: list[StepSpec] = []
+        try:
+            for step in steps:
+                if isinstance(step, str):
+                    found = parse.parse_step(step, parsed[-1] if parsed else None)
+                    if found is None:
+                        raise InvalidInputError(
+                            f"add_user_pattern: {step!r} is not a step (start it with a verb: "
+                            "'move the candle to the table')"
+                        )
+                    parsed.append(found)
+                else:
+                    parsed.append(StepSpec.model_validate(step))
+            instruction = Instruction(
+                subtype=USER_PATTERN, alias=alias, description=description or "", steps=parsed
+            )
+        except ValidationError as exc:
+            raise InvalidInputError(f"add_user_pattern: {_first_error(exc)}") from None
+        if not instruction.steps:
+            raise InvalidInputError("add_user_pattern: give at least one step")
+        return self._write(user, instruction, "api")
+
+    def update_from_instruction(self, instruction: str, user: str) -> ProfileUpdate:
+        """Understand what ``user`` said ("the yellow cup is my favorite cup", "for my cozy
+        evening, move the candle to the table, then to the couch") and add or update it.
+
+        With an LLM (``self.llm``): classify, then extract JSON (llm.py). Without one, or when
+        it fails or answers wrongly: the rule-based parser (parse.py); ``source`` of the result
+        says which understood it.
+
+        Raises:
+            InvalidInputError: neither the LLM nor the rules found a fact or routine in it.
+        """
+        if not isinstance(instruction, str) or not instruction.strip():
+            raise InvalidInputError("the instruction is empty")
+        user_key(user)
+        extracted: Instruction | None = None
+        source = "rules"
+        if self.llm is not None:
+            try:
+                extracted = extract_instruction(self.llm, instruction)
+                source = "llm"
+            except BackendUnavailableError as exc:
+                log.warning("profile LLM failed (%s); parsing the instruction by rules", exc)
+        if extracted is None:
+            extracted = parse.parse_instruction(instruction)
+        if not extracted.description:
+            extracted.description = " ".join(instruction.split())
+        return self._write(user, extracted, source)
+
+    def remove(self, user: str, alias: str) -> bool:
+        """Forget the knowledge of ``user`` best matching ``alias`` (and the objects and places
+        only it used). Returns whether something was removed."""
+        uid = user_key(user)
+        with self._lock:
+            snapshot = self._read()
+            found = None
+            for subtype in (OBJECT_SEMANTICS, USER_PATTERN):
+                found = found or self._existing(snapshot, uid, subtype, alias)
+            if found is None:
+                return False
+            self._store.apply(removal(found))
+            self._snapshot = None
+            return True
+
+    def knowledge(self, user: str | None = None) -> list[KnowledgeNode]:
+        """Every knowledge node (of ``user``), oldest first, patterns in BEFORE order."""
+        with self._lock:
+            return self._read().knowledge_of(None if user is None else user_key(user))
+
+    def snapshot(self) -> ProfileSnapshot:
+        """The whole profile as stored now (users, knowledge, objects, locations)."""
+        with self._lock:
+            return self._read()
+
+    # --- retrieval -----------------------------------------------------------------------------
+
+    def search(self, query: str, user: str | None = None, k: int = DEFAULT_K) -> list[ProfileHit]:
+        """The ``k`` knowledge nodes best matching a request, best first (see user_profile)."""
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("query must not be empty")
+        uid = None if user is None else user_key(user)
+        self._refresh_grounding()
+        with self._lock:
+            snapshot = self._read()
+            candidates = snapshot.knowledge_of(uid)
+            if not candidates:
+                return []
+            wanted = parse.classify_request(query)
+            vector = self._host.embed([query])[0]
+            aliases = np.stack([k.alias_vector for k in candidates])
+            contents = np.stack([k.content_vector for k in candidates])
+            scores = np.maximum(cosine(vector, aliases), cosine(vector, contents))
+            lowered = " ".join(query.lower().split())
+            ranked: list[tuple[float, KnowledgeNode]] = []
+            for knowledge, score in zip(candidates, scores, strict=True):
+                if score < MIN_SCORE:
+                    continue
+                total = float(score)
+                if wanted is not None and knowledge.subtype == wanted:
+                    total += SUBTYPE_BONUS
+                if strip_possessive(knowledge.alias).lower() in lowered:
+                    total += MENTION_BONUS
+                ranked.append((total, knowledge))
+            ranked.sort(key=lambda pair: -pair[0])
+            return [
+                ProfileHit(
+                    knowledge=knowledge,
+                    user_name=snapshot.users.get(knowledge.user_id, knowledge.user_id),
+                    score=score,
+                    description=render(knowledge, snapshot),
+                )
+                for score, knowledge in ranked[:k]
+            ]
+
+    @tool_method
+    def user_profile(self, query: str, user: str | None = None, k: int = 3) -> str:
+        """What users told the robot about themselves that fits a request: classify it (object
+        or routine), search that part of the profile first, and describe each hit in one line
+        (routine steps in BEFORE order, objects with their grounded positions)."""
+        hits = self.search(query, user, k)
+        if not hits:
+            who = f" for {user}" if user else ""
+            return f"No profile knowledge found{who}."
+        return "\n".join(f"{i}. {hit.description}" for i, hit in enumerate(hits, start=1))
+
+    def resolve_concept(self, concept: str) -> str | None:
+        """What a personal expression in a locate/recall concept stands for: "my favorite cup"
+        -> the grounded entity's name ("yellow cup"), or the object's own phrase when it is not
+        grounded. None when the concept names no alias (it must say whose: 'my', 'our', ...).
+        Aliases of ``current_user`` only, when it is set."""
+        if not isinstance(concept, str) or not _POSSESSIVE_RE.search(concept):
+            return None
+        self._refresh_grounding()
+        with self._lock:
+            snapshot = self._read()
+            uid = None if self.current_user is None else user_key(self.current_user)
+            candidates = [k for k in snapshot.knowledge_of(uid, OBJECT_SEMANTICS) if k.object_ids]
+            if not candidates:
+                return None
+            lowered = " ".join(concept.lower().split())
+            mentioned = [k for k in candidates if strip_possessive(k.alias).lower() in lowered]
+            if mentioned:
+                best = max(mentioned, key=lambda k: len(k.alias))
+            else:
+                vector = self._host.embed([concept])[0]
+                scores = cosine(vector, np.stack([k.alias_vector for k in candidates]))
+                index = int(np.argmax(scores))
+                if scores[index] < RESOLVE_THRESHOLD:
+                    return None
+                best = candidates[index]
+            names: list[str] = []
+            for object_id in best.object_ids:
+                obj = snapshot.objects.get(object_id)
+                if obj is not None:
+                    names.append(obj.groundings[0].name if obj.groundings else obj.name)
+            return " and ".join(dict.fromkeys(names)) or None
+
+    # --- grounding -----------------------------------------------------------------------------
+
+    def ground(self, *, all_objects: bool = False) -> int:
+        """Match profile objects to world entities now (the ungrounded ones, or ``all_objects``
+        again). Returns how many objects are grounded afterwards among those looked at."""
+        with self._lock:
+            snapshot = self._read()
+            objects = [o for o in snapshot.objects.values() if all_objects or not o.groundings]
+            if not objects:
+                return 0
+            links = {
+                o.id: grounding.ground_object(self._store, self._host.embed, o) for o in objects
+            }
+            changed = {
+                o.id: links[o.id]
+                for o in objects
+                if [e for e, _ in links[o.id]] != [g.entity_id for g in o.groundings]
+            }
+            if changed:
+                self._store.apply(grounding_change(changed))
+                self._snapshot = None
+            return sum(1 for found in links.values() if found)
+
+    def _refresh_grounding(self, *, force: bool = False) -> None:
+        # Entities appear (extraction, add_entity), move and merge: when their count or latest
+        # sighting changed, positions are read again and ungrounded objects matched again.
+        rows = self._store.graph.query("profile_entity_signature")
+        signature = (rows[0]["n"], rows[0]["last_seen"]) if rows else (0, None)
+        with self._lock:
+            if signature == self._entity_signature and not force:
+                return
+            self._entity_signature = signature
+            self._snapshot = None
+            if signature[0]:
+                self.ground()
+
+    # --- internals -----------------------------------------------------------------------------
+
+    def _read(self) -> ProfileSnapshot:
+        if self._snapshot is None:
+            self._snapshot = read_snapshot(self._store, self._dim)
+        return self._snapshot
+
+    def _existing(
+        self, snapshot: ProfileSnapshot, uid: str, subtype: str, alias: str
+    ) -> KnowledgeNode | None:
+        own = snapshot.knowledge_of(uid, subtype)
+        if not own:
+            return None
+        wanted = " ".join(alias.lower().split())
+        for knowledge in own:
+            if " ".join(knowledge.alias.lower().split()) == wanted:
+                return knowledge
+        vector = self._host.embed([alias])[0]
+        scores = cosine(vector, np.stack([k.alias_vector for k in own]))
+        index = int(np.argmax(scores))
+        if scores[index] >= ALIAS_THRESHOLD and not conflicts(alias, own[index].alias):
+            return own[index]
+        return None
+
+    def _write(self, user: str, instruction: Instruction, source: str) -> ProfileUpdate:
+        uid = user_key(user)
+        now = float(self._clock())
+        with self._lock:
+            snapshot = self._read()
+            existing = self._existing(snapshot, uid, instruction.subtype, instruction.alias)
+            knowledge_id = existing.id if existing is not None else uuid.uuid4().hex
+            update = ProfileUpdate(
+                knowledge_id=knowledge_id,
+                action="updated" if existing is not None else "added",
+                subtype=instruction.subtype,
+                alias=instruction.alias,
+                source=source,
+            )
+            nodes = _NodeChooser(self._host.embed, snapshot, uid, update)
+            description = instruction.description or _describe(instruction)
+            write = KnowledgeWrite(
+                user=(uid, " ".join(user.split()), now),
+                knowledge={},
+                replace=existing is not None,
+            )
+            content: list[str] = [description]
+            if instruction.subtype == OBJECT_SEMANTICS:
+                for spec in instruction.objects:
+                    write.composed.append(nodes.object_id(spec))
+                    content.append(spec.text)
+            else:
+                for step_number, step in enumerate(instruction.steps):
+                    pattern_id = uuid.uuid4().hex
+                    for position, argument in enumerate(step.arguments):
+                        if isinstance(argument.spec, ObjectSpec):
+                            node = nodes.object_id(argument.spec)
+                        else:
+                            node = nodes.location_id(argument.spec)
+                        write.targets.append((pattern_id, argument.kind, node, position))
+                    write.patterns.append(
+                        {
+                            "knowledge_id": knowledge_id,
+                            "id": pattern_id,
+                            "step": step_number,
+                            "action": step.action,
+                            "arguments": _arguments_json(step),
+                            "text": step.text,
+                        }
+                    )
+                    content.append(step.text)
+            write.objects, write.locations = nodes.new_objects, nodes.new_locations
+            alias_vector, content_vector = self._host.embed([instruction.alias, " ".join(content)])
+            write.knowledge = {
+                "user_id": uid,
+                "id": knowledge_id,
+                "subtype": instruction.subtype,
+                "alias": instruction.alias,
+                "description": description,
+                "content": "; ".join(content[1:]),
+                "created_at": existing.created_at if existing is not None else now,
+                "updated_at": now,
+                "alias_vector": as_list(alias_vector),
+                "content_vector": as_list(content_vector),
+            }
+            self._store.apply(write.change())
+            self._snapshot = None
+            self._refresh_grounding(force=True)
+        return update
+
+
+class _NodeChooser:
+    """Picks, for each object or place phrase of one instruction, an existing node of the user
+    that names the same thing (matching.same_thing) or a new node (shared within the
+    instruction: "the candle" twice is one node)."""
+
+    def __init__(
+        self,
+        embed: Callable[[list[str]], np.ndarray],
+        snapshot: ProfileSnapshot,
+        uid: str,
+        update: ProfileUpdate,
+    ) -> None:
+        self._embed = embed
+        self._uid = uid
+        self._update = update
+        self._objects: list[tuple[str, str, np.ndarray]] = [
+            (o.id, o.text, o.vector) for o in snapshot.objects_of(uid)
+        ]
+        self._locations: list[tuple[str, str, np.ndarray]] = [
+            (p.id, p.name, p.vector) for p in snapshot.locations_of(uid)
+        ]
+        self._names = {o.id: o.name for o in snapshot.objects_of(uid)}
+        self._names.update({p.id: p.name for p in snapshot.locations_of(uid)})
+        self._existing = set(self._names)
+        self.new_objects: list[dict[str, Any]] = []
+        self.new_locations: list[dict[str, Any]] = []
+
+    def object_id(self, spec: ObjectSpec) -> str:
+        vector = self._embed([spec.text])[0]
+        found = self._match(self._objects, spec.text, vector)
+        if found is not None:
+            return found
+        node_id = uuid.uuid4().hex
+        self.new_objects.append(
+            {
+                "id": node_id,
+                "user_id": self._uid,
+                "name": spec.name,
+                "attributes": _json(spec.attributes),
+                "granularity": spec.granularity,
+                "vector": as_list(vector),
+            }
+        )
+        self._objects.append((node_id, spec.text, vector))
+        self._names[node_id] = spec.name
+        self._update.created.append(spec.name)
+        return node_id
+
+    def location_id(self, spec: LocationSpec) -> str:
+        vector = self._embed([spec.name])[0]
+        found = self._match(self._locations, spec.name, vector)
+        if found is not None:
+            return found
+        node_id = uuid.uuid4().hex
+        self.new_locations.append(
+            {
+                "id": node_id,
+                "user_id": self._uid,
+                "name": spec.name,
+                "expression": spec.expression or spec.name,
+                "vector": as_list(vector),
+            }
+        )
+        self._locations.append((node_id, spec.name, vector))
+        self._names[node_id] = spec.name
+        self._update.created.append(spec.name)
+        return node_id
+
+    def _match(
+        self, pool: list[tuple[str, str, np.ndarray]], text: str, vector: np.ndarray
+    ) -> str | None:
+        if not pool:
+            return None
+        lowered = text.lower()
+        for node_id, node_text, _ in pool:
+            if node_text.lower() == lowered:
+                self._note(text, node_id)
+                return node_id
+        scores = cosine(vector, np.stack([v for _, _, v in pool]))
+        for index in np.argsort(-scores):
+            node_id, node_text, _ = pool[int(index)]
+            if same_thing(text, node_text, float(scores[index])):
+                self._note(text, node_id)
+                return node_id
+            if scores[index] < 0.5:
+                break
+        return None
+
+    def _note(self, text: str, node_id: str) -> None:
+        if node_id not in self._existing:
+            return  # named twice in this instruction: one new node, not a reuse
+        reuse = (text, self._names.get(node_id, node_id))
+        if reuse not in self._update.reused:
+            self._update.reused.append(reuse)
+
+
+def _describe(instruction: Instruction) -> str:
+    if instruction.subtype == OBJECT_SEMANTICS:
+        names = " and ".join(o.name for o in instruction.objects)
+        return f"{instruction.alias} is {names}"
+    steps = ", then ".join(s.text for s in instruction.steps)
+    return f"{instruction.alias}: {steps}"
+
+
+def _arguments_json(step: StepSpec) -> str:
+    return _json(
+        [
+            {"kind": a.kind, "name": a.spec.name}
+            | ({"expression": a.spec.expression} if isinstance(a.spec, LocationSpec) else {})
+            for a in step.arguments
+        ]
+    )
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"]) or "value"
+    return f"{where}: {error['msg']}"
