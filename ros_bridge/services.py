@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from emem_graph.errors import InvalidInputError, MemoryClosedError, ReadOnlyQueryError
 from emem_graph.explore.cypher import cypher_code, format_result, query_graph
+from emem_graph.profile import schemas as _profile_schemas  # noqa: F401  (issue 10: registers user_profile)
 from emem_graph.retrieval.formatting import collect_records, record_fields
 from emem_graph.retrieval.schemas import ALL_SCHEMAS, tool_definitions
 from ros_bridge.srv_files import srv_definition
@@ -79,6 +80,7 @@ SERVICES: dict[str, ServiceSpec] = {
         # services: spatial (issue 8)
         # services: areas (issue 9)
         # services: profile (issue 10)
+        _tool_service("UserProfile", "user_profile"),
         ServiceSpec("CallTool", "call_tool", None, TOOL_RESPONSE),
         ServiceSpec("ListTools", "list_tools", None, ("names", "schemas_json")),
         ServiceSpec(
