@@ -82,6 +82,14 @@ class MemoryConfig(BaseModel):
     maintenance_interval: float | None = Field(300.0, gt=0.0)
     """Seconds (injected clock) between background maintenance runs (time-window
     consolidation, then archival); None turns the schedule off (maintenance() still works)."""
+    # --- spatial: topological map of places (issue 8, emem_graph.spatial) --------------------
+    place_spacing: float = Field(2.0, gt=0.0)
+    """Metres: a trajectory position closer than this to a place belongs to it (no new place)."""
+    place_link_radius: float = Field(3.0, gt=0.0)
+    """Metres: a new place is also CONNECTed to places this close (loop closure)."""
+    place_max_step: float = Field(15.0, gt=0.0)
+    """Metres: consecutive trajectory places farther apart than this are not CONNECTed (a jump
+    or a gap in the trajectory, not a walk)."""
 
     @model_validator(mode="after")
     def _check_consistency(self) -> MemoryConfig:

@@ -109,6 +109,11 @@ class SpatioTemporalMemory:
         self._capabilities: list[Capability] = []
         # Capabilities, one block each (their code lives in their own packages):
         # capability: spatial (issue 8)
+        from emem_graph.spatial import SpatialTools
+
+        self.places = SpatialTools(self, self._store, self._clock)
+        """The topological map (places, routes) and the spatial tools (emem_graph.spatial)."""
+        self._capabilities.append(self.places)
         # capability: areas (issue 9)
         # capability: profile (issue 10)
         from emem_graph.profile import UserProfile
@@ -645,6 +650,40 @@ class SpatioTemporalMemory:
 
     # --- capabilities' tools (thin delegations, one block per capability) ----------------------
     # tools: spatial (issue 8)
+    def route_query(
+        self,
+        target: str,
+        goal: str,
+        start: str | None = None,
+        max_detour: float = 30.0,
+        n_results: int = 10,
+    ) -> str:
+        """Candidates of ``target`` ranked by their detour from the route start -> goal."""
+        return self.places.route_query(target, goal, start, max_detour, n_results)
+
+    def directional_query(
+        self,
+        target: str,
+        anchor: str,
+        direction: str,
+        max_distance: float = 50.0,
+        route_goal: str | None = None,
+        n_results: int = 10,
+    ) -> str:
+        """Candidates of ``target`` in a direction from ``anchor``, nearest first."""
+        return self.places.directional_query(
+            target, anchor, direction, max_distance, route_goal, n_results
+        )
+
+    def navigate_to(self, concept: str) -> str:
+        """Waypoints from the current position to where ``concept`` is."""
+        return self.places.navigate_to(concept)
+
+    def rebuild_places(self) -> int:
+        """Build the topological map again from every perception observation (places count)."""
+        self._check_open()
+        return self.places.rebuild()
+
     # tools: areas (issue 9)
     # tools: profile (issue 10)
     def user_profile(self, query: str, user: str | None = None, k: int = 3) -> str:

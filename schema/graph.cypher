@@ -86,6 +86,19 @@ CREATE REL TABLE IF NOT EXISTS COOCCURS_WITH(
 );
 
 // --- spatial: topological map (issue 8) -----------------------------------------------------
+// Places the robot occupied (its perception positions, merged within place_spacing), CONNECTS
+// edges between places walked in sequence or close enough for a loop closure (one edge per
+// unordered pair, stored from the older place to the newer; paths read it undirected), and
+// AT_PLACE links from observations and entities to their nearest place.
+CREATE NODE TABLE IF NOT EXISTS Place(
+    id STRING PRIMARY KEY,
+    x DOUBLE, y DOUBLE, z DOUBLE,
+    visits INT64,
+    first_seen DOUBLE,
+    last_seen DOUBLE
+);
+CREATE REL TABLE IF NOT EXISTS CONNECTS(FROM Place TO Place, distance DOUBLE, kind STRING);
+CREATE REL TABLE IF NOT EXISTS AT_PLACE(FROM Observation TO Place, FROM Entity TO Place, distance DOUBLE);
 
 // --- areas: semantic forest of area gists (issue 9; area gists are Gist nodes, level >= 1) ---
 

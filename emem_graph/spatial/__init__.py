@@ -1,0 +1,14 @@
+"""Spatial reasoning over memory (issue 8): a topological map of the places the robot
+occupied (Place nodes, CONNECTS and AT_PLACE edges), routes over it, and the tools
+route_query, directional_query and navigate_to.
+
+Modules: topology (the in-process map and its incremental build), places (the map in the
+graph, rebuild, Kuzu weighted shortest paths), keeper (upkeep on every written batch),
+resolve (places and candidates from words), geometry (compass, projection, waypoints),
+schemas and tools (the capability), campus and evaluate (the generated campus, its questions
+and the figures).
+"""
+
+from emem_graph.spatial.tools import SpatialTools
+
+__all__ = ["SpatialTools"]

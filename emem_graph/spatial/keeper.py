@@ -1,0 +1,119 @@
+"""MapKeeper: keeps a memory's topological map current as observations are written.
+
+It loads the map from the graph on open (placing the perception observations written while no
+map was kept, when few), grows it from every written batch on the flush thread (one
+transaction per batch), links entities to their nearest place before a tool reads the map, and
+rebuilds the whole map on request. A lock serialises the flush thread's growth with the
+tools' reads of the in-process PlaceMap.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from emem_graph.models import AGENT_NOTE, INTEROCEPTION
+from emem_graph.spatial import places
+from emem_graph.spatial.topology import Place, PlaceMap, TrajectoryPoint
+
+if TYPE_CHECKING:
+    from emem_graph.config import MemoryConfig
+    from emem_graph.models import Observation
+    from emem_graph.storage.store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+CATCH_UP_MAX = 50_000
+"""At most this many unplaced observations are placed on open; more need a rebuild."""
+
+
+class MapKeeper:
+    """The topological map of one memory, in the graph and in process.
+
+    Args:
+        store: the memory's store (all writes go through it).
+        config: place_spacing, place_link_radius, place_max_step.
+    """
+
+    def __init__(self, store: MemoryStore, config: MemoryConfig) -> None:
+        self._store = store
+        self._config = config
+        self._lock = threading.RLock()
+        self._map = places.load_map(store, config)
+        self._entities: tuple[Any, ...] | None = None
+        if not store.graph.read_only:
+            placed = places.catch_up(store, self._map, CATCH_UP_MAX)
+            if placed is None:
+                log.warning(
+                    "the topological map misses more than %d observations: run "
+                    "`emem-graph places DIR --rebuild` to build it",
+                    CATCH_UP_MAX,
+                )
+            elif placed:
+                log.info("placed %d observations written while no map was kept", placed)
+
+    # --- growth --------------------------------------------------------------------------------
+
+    def observations_written(self, observations: Sequence[Observation]) -> None:
+        """Grow the map from a written batch: its perception observations, in time order."""
+        points = [
+            TrajectoryPoint(o.id, o.x, o.y, o.z, o.timestamp)
+            for o in sorted(observations, key=lambda o: o.timestamp)
+            if o.source_type not in (INTEROCEPTION, AGENT_NOTE)
+        ]
+        if not points:
+            return
+        with self._lock:
+            update = self._map.extend(points)
+            try:
+                places.write_update(self._store, update)
+            except BaseException:
+                # The graph refused the batch: the in-process map must not run ahead of it.
+                self._map = places.load_map(self._store, self._config)
+                raise
+
+    def sync_entities(self) -> int:
+        """Link entities added or moved since the last call to their nearest place."""
+        with self._lock:
+            signature = places.entity_signature(self._store)
+            if signature == self._entities and len(self._map):
+                return 0
+            linked = places.link_entities(self._store, self._map)
+            if len(self._map):
+                self._entities = signature
+            return linked
+
+    def rebuild(self, progress: Callable[[int], None] | None = None) -> int:
+        """Build the map again from every perception observation; returns the place count."""
+        with self._lock:
+            self._map = places.rebuild(self._store, self._config, progress)
+            self._entities = places.entity_signature(self._store)
+            return len(self._map)
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def nearest(self, x: float, y: float) -> tuple[Place, float] | None:
+        """The place nearest (x, y) and its distance, or None when the map is empty."""
+        with self._lock:
+            return self._map.nearest(x, y)
+
+    def size(self) -> int:
+        """How many places the map has."""
+        with self._lock:
+            return len(self._map)
+
+    def snapshot(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """The map as arrays: place positions (n, 2), edge ends a, b (indexes), distances,
+        and the place ids in index order (for the SciPy baseline and the picture)."""
+        with self._lock:
+            a, b, d = self._map.edge_arrays()
+            return self._map.positions(), a, b, d, [p.id for p in self._map.places]
+
+    @property
+    def place_map(self) -> PlaceMap:
+        """The in-process map (read it under no concurrent writes: tests, evaluation)."""
+        return self._map
