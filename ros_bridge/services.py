@@ -26,6 +26,7 @@ from emem_graph.explore.cypher import cypher_code, format_result, query_graph
 from emem_graph.profile import schemas as _profile_schemas  # noqa: F401  (issue 10: registers user_profile)
 from emem_graph.retrieval.formatting import collect_records, record_fields
 from emem_graph.retrieval.schemas import ALL_SCHEMAS, tool_definitions
+from emem_graph.spatial import schemas as _spatial_schemas  # noqa: F401  (issue 8: registers its tools)
 from ros_bridge.srv_files import srv_definition
 
 if TYPE_CHECKING:
@@ -78,6 +79,9 @@ SERVICES: dict[str, ServiceSpec] = {
         _tool_service("Recall", "recall"),
         _tool_service("BodyStatus", "body_status"),
         # services: spatial (issue 8)
+        _tool_service("RouteQuery", "route_query"),
+        _tool_service("DirectionalQuery", "directional_query"),
+        _tool_service("NavigateTo", "navigate_to"),
         # services: areas (issue 9)
         # services: profile (issue 10)
         _tool_service("UserProfile", "user_profile"),
