@@ -401,7 +401,12 @@ class UserProfile:
         return self._snapshot
 
     def _existing(
-        self, snapshot: ProfileSnapshot, uid: str, subtype: str, alias: str
+        self,
+        snapshot: ProfileSnapshot,
+        uid: str,
+        subtype: str,
+        alias: str,
+        vector: np.ndarray | None = None,
     ) -> KnowledgeNode | None:
         own = snapshot.knowledge_of(uid, subtype)
         if not own:
@@ -410,7 +415,8 @@ class UserProfile:
         for knowledge in own:
             if " ".join(knowledge.alias.lower().split()) == wanted:
                 return knowledge
-        vector = self._host.embed([alias])[0]
+        if vector is None:
+            vector = self._host.embed([alias])[0]
         scores = cosine(vector, np.stack([k.alias_vector for k in own]))
         index = int(np.argmax(scores))
         if scores[index] >= ALIAS_THRESHOLD and not conflicts(alias, own[index].alias):
@@ -420,9 +426,22 @@ class UserProfile:
     def _write(self, user: str, instruction: Instruction, source: str) -> ProfileUpdate:
         uid = user_key(user)
         now = float(self._clock())
+        description = instruction.description or _describe(instruction)
+        if instruction.subtype == OBJECT_SEMANTICS:
+            content = [description] + [spec.text for spec in instruction.objects]
+        else:
+            content = [description] + [step.text for step in instruction.steps]
+        # One embedding call for every phrase of the instruction (the model is the slow part).
+        phrases = [instruction.alias, " ".join(content)] + [o.text for o in instruction.objects]
+        for step in instruction.steps:
+            phrases += [a.spec.text for a in step.arguments]
+        unique = list(dict.fromkeys(phrases))
+        vectors = dict(zip(unique, self._host.embed(unique), strict=True))
         with self._lock:
             snapshot = self._read()
-            existing = self._existing(snapshot, uid, instruction.subtype, instruction.alias)
+            existing = self._existing(
+                snapshot, uid, instruction.subtype, instruction.alias, vectors[instruction.alias]
+            )
             knowledge_id = existing.id if existing is not None else uuid.uuid4().hex
             update = ProfileUpdate(
                 knowledge_id=knowledge_id,
@@ -431,18 +450,15 @@ class UserProfile:
                 alias=instruction.alias,
                 source=source,
             )
-            nodes = _NodeChooser(self._host.embed, snapshot, uid, update)
-            description = instruction.description or _describe(instruction)
+            nodes = _NodeChooser(vectors, snapshot, uid, update)
             write = KnowledgeWrite(
                 user=(uid, " ".join(user.split()), now),
                 knowledge={},
                 replace=existing is not None,
             )
-            content: list[str] = [description]
             if instruction.subtype == OBJECT_SEMANTICS:
                 for spec in instruction.objects:
                     write.composed.append(nodes.object_id(spec))
-                    content.append(spec.text)
             else:
                 for step_number, step in enumerate(instruction.steps):
                     pattern_id = uuid.uuid4().hex
@@ -462,9 +478,9 @@ class UserProfile:
                             "text": step.text,
                         }
                     )
-                    content.append(step.text)
             write.objects, write.locations = nodes.new_objects, nodes.new_locations
-            alias_vector, content_vector = self._host.embed([instruction.alias, " ".join(content)])
+            alias_vector = vectors[instruction.alias]
+            content_vector = vectors[" ".join(content)]
             write.knowledge = {
                 "user_id": uid,
                 "id": knowledge_id,
@@ -490,12 +506,12 @@ class _NodeChooser:
 
     def __init__(
         self,
-        embed: Callable[[list[str]], np.ndarray],
+        vectors: dict[str, np.ndarray],
         snapshot: ProfileSnapshot,
         uid: str,
         update: ProfileUpdate,
     ) -> None:
-        self._embed = embed
+        self._vectors = vectors
         self._uid = uid
         self._update = update
         self._objects: list[tuple[str, str, np.ndarray]] = [
@@ -511,7 +527,7 @@ class _NodeChooser:
         self.new_locations: list[dict[str, Any]] = []
 
     def object_id(self, spec: ObjectSpec) -> str:
-        vector = self._embed([spec.text])[0]
+        vector = self._vectors[spec.text]
         found = self._match(self._objects, spec.text, vector)
         if found is not None:
             return found
@@ -532,7 +548,7 @@ class _NodeChooser:
         return node_id
 
     def location_id(self, spec: LocationSpec) -> str:
-        vector = self._embed([spec.name])[0]
+        vector = self._vectors[spec.text]
         found = self._match(self._locations, spec.name, vector)
         if found is not None:
             return found

@@ -80,6 +80,11 @@ class LocationSpec(BaseModel):
     def _name(cls, value: Any) -> str:
         return _clean(value)
 
+    @property
+    def text(self) -> str:
+        """The phrase embedded and compared: the place's name."""
+        return self.name
+
 
 class Argument(BaseModel):
     """One argument of a step, in order: an object or a location."""
