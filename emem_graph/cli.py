@@ -51,6 +51,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         compare=args.compare,
         keep=args.keep,
         progress=not args.quiet,
+        extract_n=args.extract_n,
     )
     if args.json:
         print(json.dumps(to_json(result.setup, result.figures), indent=2))
@@ -383,6 +384,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(or 'hashing'), against the embedder alone plus the floor",
     )
     bench.add_argument("--model-n", type=int, default=None, help="observations for the model run")
+    bench.add_argument(
+        "--extract-n",
+        type=int,
+        default=20_000,
+        help="observations of the ingest measured with entity extraction on (default 20k)",
+    )
     bench.add_argument(
         "--compare",
         choices=["emem"],

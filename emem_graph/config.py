@@ -31,6 +31,9 @@ class MemoryConfig(BaseModel):
     consolidation_spatial_eps: float = Field(3.0, gt=0.0)
     consolidation_min_samples: int = Field(3, ge=2)
     archive_after_seconds: float = Field(3600.0, gt=0.0)
+    entity_extraction: bool = True
+    """Extract entities from observation text (the LLM, or the built-in rules); off: only
+    add_entity() sightings make entities, as in eMEM without an LLM."""
     entity_extract_flush_interval: int = Field(10, gt=0)
     entity_extract_time_interval: float = Field(60.0, gt=0.0)
     entity_similarity_threshold: float = Field(0.85, ge=0.0, le=1.0)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from emem_graph import Gist, SpatioTemporalMemory
+from emem_graph.storage.changes import GraphChange
 from emem_graph.storage.records import gist_vector
 
 
@@ -94,17 +95,15 @@ def write_gist(
 def link_observed_in(
     mem: SpatioTemporalMemory, entity_id: str, observation_ids: Sequence[str]
 ) -> None:
-    """OBSERVED_IN edges from an entity to observations."""
+    """OBSERVED_IN edges from an entity to observations (through the store, as the entity
+    resolver writes them, so its in-process entity index sees them too)."""
     mem.flush()
-    edges = pa.table(
-        {
-            "from": [entity_id] * len(observation_ids),
-            "to": list(observation_ids),
-            "confidence": [0.9] * len(observation_ids),
-        }
+    change = GraphChange().run_each(
+        "link_observed_in",
+        [{"entity_id": entity_id, "observation_id": o, "confidence": 0.9} for o in observation_ids],
     )
-    with mem._store.graph.write() as tx:
-        tx.copy_edges("OBSERVED_IN", edges, from_table="Entity", to_table="Observation")
+    change.follow_entities([], [(entity_id, o) for o in observation_ids])
+    mem._store.apply(change)
 
 
 def link_cooccurs(

@@ -103,6 +103,18 @@ def test_detection_text_is_extracted_into_chair_and_person_entities(
     assert mem.extract_entities() == 0  # nothing is extracted twice
 
 
+def test_with_extraction_off_only_add_entity_makes_entities(make_memory: Any, clock: Any) -> None:
+    mem = make_memory(clock=clock, entity_extraction=False, maintenance_interval=None)
+    mem.start_episode("patrol")
+    mem.add("2 chairs, 1 person", 5.0, 5.0, timestamp=2.0, layer_name="detections")
+    lamp = mem.add_entity("lamp", 1.0, 1.0, timestamp=3.0)
+    mem.end_episode(wait=True)  # ending an episode extracts what is pending: nothing here
+
+    assert mem.extract_entities() == 0
+    assert [e.id for e in all_entities(mem)] == [lamp]
+    assert "lamp" in mem.entity_query(name="lamp")
+
+
 @pytest.mark.parametrize("together", [True, False], ids=["one-batch", "two-batches"])
 def test_a_detected_chair_and_a_captioned_red_chair_at_one_place_are_one_entity(
     make_memory: Any, clock: Any, together: bool

@@ -89,7 +89,7 @@ def emem_graph_subject(
     timer) and no background maintenance (eMEM has none), so the figures are repeatable. With
     ``extract=False`` no entities are extracted from the observations (what eMEM does without
     an LLM); add_entity() still merges the workload's sightings."""
-    quiet = {"entity_extract_flush_interval": 10**9, "entity_extract_time_interval": 1e12}
+    quiet = {"entity_extraction": False}
     config = MemoryConfig(
         db_path=str(directory),
         embedding_dim=embedder.dim,

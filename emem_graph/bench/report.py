@@ -84,6 +84,8 @@ def table(setup: dict[str, Any], figures: list[Figure]) -> str:
         f"emem-graph bench: {setup['n']:,} observations of a patrol ({setup['workload']}), "
         f"{setup['dim']}-d vectors given, {setup['queries']} queries per figure",
         "baseline: " + "; ".join(f"{k} = {v}" for k, v in setup["baselines"].items()),
+        f"'ingest, with entity extraction' is measured on the first {setup['extract_n']:,} "
+        "observations",
         "ratio = emem_graph / baseline"
         + (f"; vs eMEM = emem_graph / {setup['emem']}" if compare else ""),
         "",

@@ -150,7 +150,10 @@ class ConsolidationEngine:
     # --- entities ------------------------------------------------------------------------------
 
     def observations_written(self, observations: list[Observation]) -> None:
-        """Queue a flushed batch for entity extraction (called on the flushing thread: cheap)."""
+        """Queue a flushed batch for entity extraction (called on the flushing thread: cheap);
+        nothing when config.entity_extraction is off."""
+        if not self.config.entity_extraction:
+            return
         if self.extraction.add(observations):
             self._queue_extraction()
 

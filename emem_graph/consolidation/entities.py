@@ -349,6 +349,7 @@ class EntityResolver:
             ],
         )
         change.upsert([entity_vector(t.entity, _vector(t)) for t in new + updated])
+        change.follow_entities([t.entity for t in new + updated], list(links))
         return change
 
     # --- caches --------------------------------------------------------------------------------

@@ -98,18 +98,24 @@ def _area(circle: Circle | None) -> dict[str, Any]:
     }
 
 
-def recall_links(store: MemoryStore, circle: Circle) -> RecallLinks:
+def recall_links(store: MemoryStore, circle: Circle, limit: int = 10) -> RecallLinks:
     """The gists that SUMMARIZE, and the entities OBSERVED_IN, the observations inside
-    ``circle`` (query ``recall``), most linked first."""
+    ``circle``, most linked first (ties by id), ``limit`` of each. Entities come from the
+    store's in-process index, gists from query ``recall_gists`` (queries/recall.cypher is the
+    whole read in Cypher)."""
     rows = store.graph.query(
-        "recall", {"x": float(circle.x), "y": float(circle.y), "radius": float(circle.radius)}
+        "recall_gists",
+        {
+            "x": float(circle.x),
+            "y": float(circle.y),
+            "radius": float(circle.radius),
+            "limit": int(limit),
+        },
     )
-    found: dict[str, list[Linked]] = {"gist": [], "entity": []}
-    for row in rows:
-        found[row["kind"]].append(Linked(id=row["id"], links=int(row["links"])))
-    for linked in found.values():
-        linked.sort(key=lambda item: (-item.links, item.id))
-    return RecallLinks(gists=found["gist"], entities=found["entity"])
+    gists = [Linked(id=row["id"], links=int(row["links"])) for row in rows]
+    inside = store.index.within(float(circle.x), float(circle.y), float(circle.radius))
+    entities = [Linked(id=e.id, links=e.links) for e in store.entities.seen_in(inside, limit)]
+    return RecallLinks(gists=gists, entities=entities)
 
 
 def cooccurring_entities(store: MemoryStore, entity_id: str, limit: int = 10) -> list[Cooccurrence]:
@@ -168,16 +174,22 @@ def entity_timeline(store: MemoryStore, entity_id: str, limit: int = 20) -> list
 def context_around(
     store: MemoryStore, circle: Circle, limit: int = 10
 ) -> tuple[list[Gist], list[Entity]]:
-    """Gists centred and entities placed inside ``circle``, nearest first, ``limit`` of each."""
+    """Gists centred and entities placed inside ``circle``, nearest first, ``limit`` of each
+    (gists from query ``gists_around``, entities from the store's in-process index;
+    queries/context_around.cypher is the same read in Cypher)."""
     rows = store.graph.query(
-        "context_around",
-        {"x": float(circle.x), "y": float(circle.y), "radius": float(circle.radius)},
+        "gists_around",
+        {
+            "x": float(circle.x),
+            "y": float(circle.y),
+            "radius": float(circle.radius),
+            "limit": int(limit),
+        },
     )
-    nearest: dict[str, list[str]] = {"gist": [], "entity": []}
-    for row in sorted(rows, key=lambda r: (r["d2"], r["id"])):
-        if len(nearest[row["kind"]]) < limit:
-            nearest[row["kind"]].append(row["id"])
-    return gists_by_id(store, nearest["gist"]), entities_by_id(store, nearest["entity"])
+    entities = store.entities.find(
+        circle=(float(circle.x), float(circle.y), float(circle.radius)), limit=limit
+    )
+    return gists_by_id(store, [row["id"] for row in rows]), entities
 
 
 def observations_near(
@@ -273,18 +285,15 @@ def find_entities(
     circle: Circle | None = None,
     limit: int = 10,
 ) -> list[Entity]:
-    """Entities by name substring and type (case-insensitive), area and last sighting."""
-    rows = store.graph.query(
-        "find_entities",
-        {
-            "name": None if name is None else name.lower(),
-            "entity_type": None if entity_type is None else entity_type.lower(),
-            "last_seen_after": last_seen_after,
-            **_area(circle),
-            "limit": int(limit),
-        },
+    """Entities by name substring and type (case-insensitive), area and last sighting (the
+    store's in-process index; queries/find_entities.cypher is the same read in Cypher)."""
+    return store.entities.find(
+        name=name,
+        entity_type=entity_type,
+        last_seen_after=last_seen_after,
+        circle=None if circle is None else (circle.x, circle.y, circle.radius),
+        limit=limit,
     )
-    return [records.entity(row["e"]) for row in rows]
 
 
 def latest_body_state(store: MemoryStore, layers: Sequence[str] | None = None) -> list[Observation]:
@@ -315,8 +324,9 @@ def gists_by_id(store: MemoryStore, ids: Sequence[str]) -> list[Gist]:
 
 
 def entities_by_id(store: MemoryStore, ids: Sequence[str]) -> list[Entity]:
-    """Entities by id, in the order given (unknown ids skipped)."""
-    return _by_id(store, "Entity", "get_entities", "entity", ids)
+    """Entities by id, in the order given (unknown ids skipped; the in-process index)."""
+    found = store.entities.get(ids)
+    return [found[i] for i in ids if i in found]
 
 
 def _by_id(store: MemoryStore, table: str, many_query: str, kind: str, ids: Sequence[str]) -> Any:

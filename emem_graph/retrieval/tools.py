@@ -492,7 +492,7 @@ class RetrievalTools:
         observations = graph_reads.observations_near(
             self._store, circle, include_body_state=include_body_state, limit=n
         )
-        links = graph_reads.recall_links(self._store, circle)
+        links = graph_reads.recall_links(self._store, circle, limit=n)
         area_gists, area_entities = graph_reads.context_around(self._store, circle, limit=n)
         gists: list[Gist] = _first_unique(
             graph_reads.gists_by_id(self._store, [g.id for g in links.gists[:n]]) + area_gists, n

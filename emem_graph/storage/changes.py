@@ -20,6 +20,7 @@ import pyarrow as pa
 from emem_graph.errors import StorageError
 
 if TYPE_CHECKING:
+    from emem_graph.models import Entity
     from emem_graph.storage.graph import GraphTransaction
     from emem_graph.storage.vectors import VectorRow, VectorStore
 
@@ -59,6 +60,8 @@ class GraphChange:
     upserts: list[VectorRow] = field(default_factory=list)
     deletes: list[tuple[str, str]] = field(default_factory=list)
     retiers: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    entities: list[Entity] = field(default_factory=list)
+    sightings: list[tuple[str, str]] = field(default_factory=list)
 
     def run(
         self,
@@ -91,6 +94,16 @@ class GraphChange:
     def retier(self, ids: Sequence[str], kind: str, tier: str) -> GraphChange:
         """Change the tier column of these nodes' vector rows after the commit."""
         self.retiers.setdefault(tier, []).extend((i, kind) for i in ids)
+        return self
+
+    def follow_entities(
+        self, entities: Sequence[Entity], sightings: Sequence[tuple[str, str]]
+    ) -> GraphChange:
+        """Tell the store's in-process entity index what the steps write: the final state of
+        the entities created or updated, and the (entity id, observation id) OBSERVED_IN edges
+        created. Applied once the transaction commits."""
+        self.entities.extend(entities)
+        self.sightings.extend(sightings)
         return self
 
     @property

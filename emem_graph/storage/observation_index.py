@@ -131,6 +131,18 @@ class ObservationIndex:
 
     # --- reads ---------------------------------------------------------------------------------
 
+    def rows_of(self, ids: Sequence[str]) -> np.ndarray:
+        """The index rows of these observations (-1 for an id not in the index)."""
+        with self._lock:
+            return np.array([self._row.get(i, -1) for i in ids], dtype=np.int64)
+
+    def within(self, x: float, y: float, radius: float) -> np.ndarray:
+        """A mask over every row (archived ones too): True where the observation lies within
+        ``radius`` of (x, y)."""
+        snap = self._snapshot()
+        inside: np.ndarray = (snap.x - x) ** 2 + (snap.y - y) ** 2 <= radius * radius
+        return inside
+
     def near(
         self,
         x: float,

@@ -26,6 +26,7 @@ from emem_graph.errors import StorageError
 from emem_graph.ingest.embeddings import EmbeddingProvider
 from emem_graph.models import Entity, Episode, Gist, Observation, VectorHit
 from emem_graph.storage.changes import GraphChange
+from emem_graph.storage.entity_index import EntityIndex
 from emem_graph.storage.graph import COPY_MIN_ROWS, GraphDB, GraphTransaction
 from emem_graph.storage.observation_index import ObservationIndex
 from emem_graph.storage.pending import PendingVectors
@@ -91,6 +92,8 @@ class MemoryStore:
             )
             self.index = ObservationIndex()
             self.index.load(self.graph.query_arrow("index_observations"))
+            self.entities = EntityIndex()
+            self._load_entities()
         except BaseException:
             self.graph.close()
             raise
@@ -155,6 +158,7 @@ class MemoryStore:
                 self._confirm_journal(tx)
                 tx.run("create_entity", entity_params(entity))
                 waiting = self._journal(tx, journal_table([entity.id], "entity", [vector]))
+            self.entities.put([entity])
             if self._index([entity_vector(entity, vector)]):
                 self._pending.discard(waiting)
 
@@ -428,6 +432,20 @@ class MemoryStore:
         for tier, entries in change.retiers.items():
             self.index.set_tier([i for i, kind in entries if kind == "observation"], tier)
         self.index.set_tier([i for i, kind in change.deletes if kind == "observation"], "archived")
+        self.entities.put(change.entities)
+        if change.sightings:
+            self.entities.add_sightings(
+                [e for e, _ in change.sightings],
+                self.index.rows_of([o for _, o in change.sightings]),
+            )
+
+    def _load_entities(self) -> None:
+        self.entities.put(list(nodes_by_id(self.graph.query("all_entities"), "entity").values()))
+        pairs = self.graph.query_arrow("entity_sightings")
+        if pairs.num_rows:
+            self.entities.add_sightings(
+                pairs.column(0).to_pylist(), self.index.rows_of(pairs.column(1).to_pylist())
+            )
 
     def _embed(self, texts: list[str]) -> list[np.ndarray]:
         if not texts:
@@ -511,9 +529,12 @@ class MemoryStore:
         return [nodes[i] for i in ids if i in nodes]
 
     def _fetch(self, kind: str, ids: Sequence[str]) -> dict[str, Any]:
-        """Records of ``kind`` by id (primary-key lookups for short lists)."""
+        """Records of ``kind`` by id (primary-key lookups for short lists; entities from the
+        in-process index)."""
         if not ids:
             return {}
+        if kind == "entity":
+            return self.entities.get(ids)
         rows = self.graph.nodes_by_id(_NODE_TABLE[kind], ids, _GET_QUERY[kind])
         return nodes_by_id(rows, kind)
 
