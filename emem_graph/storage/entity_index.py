@@ -58,8 +58,14 @@ class EntityIndex:
 
     # --- writes (the store's writer, after the graph commit) -----------------------------------
 
-    def put(self, entities: Sequence[Entity]) -> None:
-        """Record entities created or updated by a committed change (their final state)."""
+    def put(self, entities: Sequence[Entity], *, copy: bool = True) -> None:
+        """Record entities created or updated by a committed change (their final state).
+
+        Args:
+            entities: the entities.
+            copy: keep copies (the resolver goes on changing its own objects); False for
+                objects nobody else holds (read from the graph).
+        """
         if not entities:
             return
         with self._lock:
@@ -70,7 +76,11 @@ class EntityIndex:
                     self._reserve_entities(code + 1)
                     self._code[entity.id] = code
                     self._ids.append(entity.id)
-                self._entities[entity.id] = entity.model_copy(deep=True)
+                self._entities[entity.id] = (
+                    entity.model_copy(update={"metadata": dict(entity.metadata)})
+                    if copy
+                    else entity
+                )
                 self._x[code] = entity.x
                 self._y[code] = entity.y
                 self._last_seen[code] = entity.last_seen

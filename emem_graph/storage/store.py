@@ -440,7 +440,8 @@ class MemoryStore:
             )
 
     def _load_entities(self) -> None:
-        self.entities.put(list(nodes_by_id(self.graph.query("all_entities"), "entity").values()))
+        rows = self.graph.query("all_entities")
+        self.entities.put(list(nodes_by_id(rows, "entity").values()), copy=False)
         pairs = self.graph.query_arrow("entity_sightings")
         if pairs.num_rows:
             self.entities.add_sightings(
