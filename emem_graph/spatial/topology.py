@@ -121,12 +121,12 @@ class PlaceMap:
         update = MapUpdate()
         for point in points:
             index, distance = self._nearest_within(point.x, point.y, self.spacing)
+            previous = self._last
             if index is None:
-                index = self._found(point, update)
+                index = self._found(point, update, previous)
                 distance = 0.0
             else:
                 self._visit(index, point.timestamp, update)
-            previous = self._last
             if previous is not None and previous != index:
                 gap = self._distance(previous, index)
                 if gap <= self.max_step:
@@ -193,7 +193,7 @@ class PlaceMap:
 
     # --- internals -----------------------------------------------------------------------------
 
-    def _found(self, point: TrajectoryPoint, update: MapUpdate) -> int:
+    def _found(self, point: TrajectoryPoint, update: MapUpdate, previous: int | None) -> int:
         place = Place(
             id=uuid.uuid4().hex,
             x=point.x,
@@ -206,7 +206,8 @@ class PlaceMap:
         index = self._add_place(place)
         update.new_places.append(place)
         for other in self._within(point.x, point.y, self.link_radius):
-            if other != index:
+            # The place just left gets its walk edge (extend), not a closure.
+            if other not in (index, previous):
                 self._connect(other, index, self._distance(other, index), CLOSURE, update)
         return index
 
@@ -273,7 +274,7 @@ class PlaceMap:
         for index in self._within(x, y, radius):
             px, py = self._xy[index]
             d2 = (px - x) ** 2 + (py - y) ** 2
-            if d2 < best_d2 or (d2 == best_d2 and best is None):
+            if d2 < best_d2:  # strictly closer: a place exactly `spacing` away is not it
                 best, best_d2 = index, d2
         if best is None:
             return None, math.inf
