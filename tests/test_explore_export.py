@@ -20,8 +20,15 @@ from emem_graph.cli import main
 START = 1_790_000_000.0
 KITCHEN = (1.0, 2.0)
 HALL = (20.0, 20.0)
-NODE_TABLES = ("Observation", "Episode", "Gist", "Entity")
-REL_TABLES = ("BELONGS_TO", "FOLLOWS", "SUBTASK_OF", "SUMMARIZES", "OBSERVED_IN", "COOCCURS_WITH")
+NODE_TABLES = (
+    "Observation", "Episode", "Gist", "Entity",
+    "Place", "User", "Knowledge", "Pattern", "ProfileObject", "ProfileLocation",
+)  # fmt: skip
+REL_TABLES = (
+    "BELONGS_TO", "FOLLOWS", "SUBTASK_OF", "SUMMARIZES", "OBSERVED_IN", "COOCCURS_WITH",
+    "CONNECTS", "AT_PLACE", "REFERS_TO", "ENTAILS", "TARGET", "COMPOSED_OF", "BEFORE",
+    "GROUNDED_AS",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,11 @@ def memory(tmp_path_factory: pytest.TempPathFactory) -> Remembered:
     mem.add_entity("red door", 5.1, 5.0, timestamp=step())
     mem.add_entity("charging dock", -10.0, -10.0, timestamp=step())
     mem.extract_entities()
+    # The capabilities' tables: places come with the observations; a profile fact and routine.
+    mem.profile.add_object_semantics("alice", "my favorite cup", ["yellow cup"])
+    mem.profile.add_user_pattern(
+        "alice", "my tea", ["put the kettle on the stove", "move the cup to the table"]
+    )
     mem.close()
     return Remembered(directory, kitchen, hall, texts)
 
@@ -114,6 +126,9 @@ def test_stats_counts_what_was_remembered(
     assert stats["edges"]["SUMMARIZES"] >= 5
     assert stats["edges"]["OBSERVED_IN"] >= 5
     assert stats["edges"]["COOCCURS_WITH"] >= 2
+    assert stats["nodes"]["Place"] >= 2 and stats["edges"]["AT_PLACE"] >= 6
+    assert stats["nodes"]["User"] == 1 and stats["nodes"]["Knowledge"] == 2
+    assert stats["nodes"]["Pattern"] == 2 and stats["edges"]["BEFORE"] == 1
     assert stats["observations_by_source"] == {"perception": 6, "body_state": 1, "agent_note": 0}
     assert stats["observations_by_layer"] == {"vision": 6, "battery": 1}
     assert sum(stats["observations_by_tier"].values()) == 7

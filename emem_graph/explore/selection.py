@@ -14,9 +14,21 @@ from tqdm import tqdm
 from emem_graph.errors import InvalidInputError
 from emem_graph.storage.graph import GraphDB
 
-NODE_TABLES = ("Observation", "Episode", "Gist", "Entity")
+CORE_NODE_TABLES = ("Observation", "Episode", "Gist", "Entity")
+CAPABILITY_NODE_TABLES = (
+    "Place",  # the topological map (emem_graph.spatial)
+    "User", "Knowledge", "Pattern", "ProfileObject", "ProfileLocation",  # the user profile
+)  # fmt: skip
+NODE_TABLES = CORE_NODE_TABLES + CAPABILITY_NODE_TABLES
 """The node tables an export holds (MemoryInfo and VectorSync are internal bookkeeping)."""
-REL_TABLES = ("BELONGS_TO", "FOLLOWS", "SUBTASK_OF", "SUMMARIZES", "OBSERVED_IN", "COOCCURS_WITH")
+CORE_REL_TABLES = (
+    "BELONGS_TO", "FOLLOWS", "SUBTASK_OF", "SUMMARIZES", "OBSERVED_IN", "COOCCURS_WITH",
+)  # fmt: skip
+CAPABILITY_REL_TABLES = (
+    "CONNECTS", "AT_PLACE",
+    "REFERS_TO", "ENTAILS", "TARGET", "COMPOSED_OF", "BEFORE", "GROUNDED_AS",
+)  # fmt: skip
+REL_TABLES = CORE_REL_TABLES + CAPABILITY_REL_TABLES
 REL_ENDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "BELONGS_TO": (("Observation",), ("Episode",)),
     "FOLLOWS": (("Episode",), ("Episode",)),
@@ -24,9 +36,17 @@ REL_ENDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "SUMMARIZES": (("Gist",), ("Observation", "Gist")),
     "OBSERVED_IN": (("Entity",), ("Observation",)),
     "COOCCURS_WITH": (("Entity",), ("Entity",)),
+    "CONNECTS": (("Place",), ("Place",)),
+    "AT_PLACE": (("Observation", "Entity"), ("Place",)),
+    "REFERS_TO": (("User",), ("Knowledge",)),
+    "ENTAILS": (("Knowledge",), ("Pattern",)),
+    "TARGET": (("Pattern",), ("ProfileObject", "ProfileLocation")),
+    "COMPOSED_OF": (("Knowledge",), ("ProfileObject",)),
+    "BEFORE": (("Pattern",), ("Pattern",)),
+    "GROUNDED_AS": (("ProfileObject",), ("Entity",)),
 }
 """The node tables at each end (from, to) of each rel table."""
-EDGE_ENDS = ("from", "to", "to_table")
+EDGE_ENDS = ("from", "to", "from_table", "to_table")
 """Columns of the rel tables that name the ends of an edge rather than its properties."""
 
 _ALL_NODES = {
@@ -34,6 +54,7 @@ _ALL_NODES = {
     "Episode": "export_episodes",
     "Gist": "export_gists",
     "Entity": "export_entities",
+    **{table: f"export_{table.lower()}" for table in CAPABILITY_NODE_TABLES},
 }
 _LINKED_NODES = {
     "Episode": "export_linked_episodes",
@@ -186,6 +207,13 @@ def select_graph(graph: GraphDB, where: ExportFilter, *, progress: bool = True) 
             ids = {"ids": observations.column("id").to_pylist()}
             for table, query in _LINKED_NODES.items():
                 selection.nodes[table] = _node_table(graph.query_arrow(query, ids))
+                bar.update()
+            # The filter selects observations and what the core edges link to them; the
+            # capability tables (places, user profiles) come only with the whole graph.
+            for table in CAPABILITY_NODE_TABLES:
+                selection.nodes[table] = _node_table(graph.query_arrow(_ALL_NODES[table])).slice(
+                    0, 0
+                )
                 bar.update()
         for rel, query in _ALL_EDGES.items():
             edges = graph.query_arrow(query)

@@ -10,7 +10,11 @@ from typing import get_args
 from pydantic import BaseModel
 
 from emem_graph.explore.readonly import ReadOnlyMemory
-from emem_graph.explore.selection import REL_TABLES
+from emem_graph.explore.selection import (
+    CAPABILITY_NODE_TABLES,
+    CAPABILITY_REL_TABLES,
+    CORE_REL_TABLES,
+)
 from emem_graph.models import AGENT_NOTE, INTEROCEPTION, NodeKind, Tier
 from emem_graph.storage.vectors import VectorFilter
 
@@ -46,9 +50,12 @@ class MemoryStats(BaseModel):
     schema_version: str | None
     embedding_dim: int
     nodes: dict[str, int]
-    """Per node table: Observation, Episode, Gist, Entity."""
+    """Per node table: Observation, Episode, Gist, Entity, then the capabilities' tables (Place;
+    User, Knowledge, Pattern, ProfileObject, ProfileLocation)."""
     edges: dict[str, int]
-    """Per rel table: BELONGS_TO, FOLLOWS, SUBTASK_OF, SUMMARIZES, OBSERVED_IN, COOCCURS_WITH."""
+    """Per rel table: BELONGS_TO, FOLLOWS, SUBTASK_OF, SUMMARIZES, OBSERVED_IN, COOCCURS_WITH,
+    then the capabilities' (CONNECTS, AT_PLACE; REFERS_TO, ENTAILS, TARGET, COMPOSED_OF,
+    BEFORE, GROUNDED_AS)."""
     observations_by_tier: dict[str, int]
     observations_by_layer: dict[str, int]
     observations_by_source: dict[str, int]
@@ -80,6 +87,9 @@ def memory_stats(directory: str | Path) -> MemoryStats:
         graph = memory.graph
         node_row = graph.query("node_counts")[0]
         edge_row = graph.query("stats_edge_counts")[0]
+        capability = {
+            (row["kind"], row["name"]): int(row["n"]) for row in graph.query("capability_counts")
+        }
         groups = graph.query("stats_observation_groups")
         span = graph.query("observation_time_span")[0]
         pending = int(graph.query("count_vector_journal")[0]["n"])
@@ -105,8 +115,14 @@ def memory_stats(directory: str | Path) -> MemoryStats:
             directory=str(memory.root),
             schema_version=memory.info.get("schema_version"),
             embedding_dim=memory.embedding_dim,
-            nodes={table: int(node_row[key]) for key, table in _NODE_COUNT_KEYS.items()},
-            edges={rel: int(edge_row[rel]) for rel in REL_TABLES},
+            nodes={
+                **{table: int(node_row[key]) for key, table in _NODE_COUNT_KEYS.items()},
+                **{table: capability[("node", table)] for table in CAPABILITY_NODE_TABLES},
+            },
+            edges={
+                **{rel: int(edge_row[rel]) for rel in CORE_REL_TABLES},
+                **{rel: capability[("edge", rel)] for rel in CAPABILITY_REL_TABLES},
+            },
             observations_by_tier=by_tier,
             observations_by_layer=dict(sorted(by_layer.items(), key=lambda kv: (-kv[1], kv[0]))),
             observations_by_source=by_source,
