@@ -189,6 +189,8 @@ def _cmd_map(args: argparse.Namespace) -> int:
         layers=args.layer,
         dpi=args.dpi,
         progress=not args.quiet,
+        places=args.places,
+        route=tuple(args.route) if args.route else None,
     )
     print(summary.describe())
     return 0
@@ -502,6 +504,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--layer", action="extend", nargs="+", metavar="L", help="only these layers (default all)"
     )
     map_.add_argument("--dpi", type=int, default=120, help="pixels per inch (default 120)")
+    map_.add_argument(
+        "--places", action="store_true", help="draw the topological map: places, CONNECTS edges"
+    )
+    map_.add_argument(
+        "--route",
+        nargs=4,
+        type=float,
+        metavar=("X1", "Y1", "X2", "Y2"),
+        help="draw the shortest route over CONNECTS between the places nearest two points",
+    )
     map_.set_defaults(run=_cmd_map)
 
     # --- ros parser below this line -----------------------------------------------------------

@@ -395,3 +395,22 @@ def test_geometry_projection_sides_and_sectors() -> None:
     assert project(xs, ys, 11.0, 5.0).along == pytest.approx(15.0)
     assert in_sector(-10.0, 9.0, "west") and not in_sector(-10.0, 11.0, "west")
     assert in_sector(-1.0, 1.0, "northwest") and in_sector(0.0, -5.0, "south")
+
+
+def test_the_map_picture_draws_places_and_a_route(tmp_path: Path) -> None:
+    from emem_graph.explore.mapping import render_map
+
+    with _memory(tmp_path / "m") as memory:
+        _walk(memory, [(float(x), 0.0) for x in range(21)], "corridor", 0.0)
+        _walk(memory, [(20.0, float(y)) for y in range(1, 21)], "hall", 100.0)
+        route = places.shortest_route(memory.store.graph, *_ends(memory, (0, 0), (20, 20)))
+        assert route is not None
+    summary = render_map(
+        tmp_path / "m", tmp_path / "map.png", places=True, route=(0, 0, 20, 20), progress=False
+    )
+    assert summary.places == 21
+    assert summary.route_length == pytest.approx(route.length)
+    assert summary.describe().endswith(f"21 places, a route of {route.length:.1f} m")
+    assert (tmp_path / "map.png").stat().st_size > 10_000
+    plain = render_map(tmp_path / "m", tmp_path / "plain.png", progress=False)
+    assert plain.places == 0 and plain.route_length is None

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import shapely.wkt
 from matplotlib import colormaps, patheffects
-from matplotlib.collections import PatchCollection, PathCollection
+from matplotlib.collections import LineCollection, PatchCollection, PathCollection
 from matplotlib.patches import Circle, Patch
 from matplotlib.patches import Polygon as PolygonPatch
 from matplotlib.transforms import Bbox
@@ -96,6 +96,18 @@ class MapGist:
 
 
 @dataclass(frozen=True)
+class MapTopology:
+    """The topological map (issue 8): places, CONNECTS edges as segments, and a route."""
+
+    place_x: np.ndarray
+    place_y: np.ndarray
+    segments: list[tuple[tuple[float, float], tuple[float, float]]]
+    route_x: list[float]
+    route_y: list[float]
+    route_label: str | None = None
+
+
+@dataclass(frozen=True)
 class Drawn:
     """What draw_map put on the axes."""
 
@@ -111,8 +123,10 @@ def draw_map(
     entities: list[MapEntity],
     gists: list[MapGist],
     bounds: Bounds | None,
+    topology: MapTopology | None = None,
 ) -> Drawn:
-    """Draw everything on ``axes`` (limits: ``bounds``, else fitted to what is drawn)."""
+    """Draw everything on ``axes`` (limits: ``bounds``, else fitted to what is drawn); with
+    ``topology``, also the places, their CONNECTS edges and a route over them."""
     gist_layers = {g.layer for g in gists if g.layer is not None}
     layer_names = sorted(set(observations.layer.tolist()) | gist_layers)
     palette = colormaps["tab10" if len(layer_names) <= 10 else "tab20"]
@@ -123,6 +137,8 @@ def draw_map(
     extents += _draw_gists(axes, gists, colours, handles)
     _draw_trajectory(axes, observations, handles)
     layers, points = _draw_points(axes, observations, colours, handles)
+    if topology is not None:
+        extents += _draw_topology(axes, topology, handles)
     if len(observations.x):
         xs, ys = observations.x, observations.y
         extents.append((xs.min(), xs.max(), ys.min(), ys.max()))
@@ -189,6 +205,59 @@ def _draw_gists(
         Patch(fc=(*_CROSS_LAYER[:3], 0.07), ec=_CROSS_LAYER, ls="--", label=f"gist ({len(gists)})")
     )
     return [_patch_extent(p) for p in patches]
+
+
+def _draw_topology(
+    axes: Axes, topology: MapTopology, handles: list[Any]
+) -> list[tuple[float, float, float, float]]:
+    extents: list[tuple[float, float, float, float]] = []
+    if topology.segments:
+        axes.add_collection(
+            LineCollection(topology.segments, colors="0.35", linewidths=0.9, zorder=4)
+        )
+        handles.append(axes.collections[-1])
+        handles[-1].set_label(f"CONNECTS ({len(topology.segments)})")
+    if len(topology.place_x):
+        axes.scatter(
+            topology.place_x,
+            topology.place_y,
+            s=9,
+            color="0.15",
+            zorder=5,
+            label=f"place ({len(topology.place_x)})",
+        )
+        handles.append(axes.collections[-1])
+        extents.append(
+            (
+                float(topology.place_x.min()),
+                float(topology.place_x.max()),
+                float(topology.place_y.min()),
+                float(topology.place_y.max()),
+            )
+        )
+    if len(topology.route_x) >= 2:
+        (line,) = axes.plot(
+            topology.route_x,
+            topology.route_y,
+            color="crimson",
+            lw=3.0,
+            alpha=0.85,
+            zorder=8,
+            solid_capstyle="round",
+            label=topology.route_label or "route",
+        )
+        handles.append(line)
+        axes.scatter(
+            [topology.route_x[0], topology.route_x[-1]],
+            [topology.route_y[0], topology.route_y[-1]],
+            s=70,
+            marker="o",
+            color=["white", "crimson"],
+            edgecolors="crimson",
+            linewidths=2.0,
+            zorder=9,
+        )
+    return extents
 
 
 def _draw_trajectory(axes: Axes, observations: ObservationColumns, handles: list[Any]) -> None:

@@ -25,6 +25,7 @@ from emem_graph.explore.map_drawing import (
     Bounds,
     MapEntity,
     MapGist,
+    MapTopology,
     ObservationColumns,
     draw_map,
     title_text,
@@ -70,6 +71,10 @@ class MapSummary:
     """Width and height in pixels."""
     empty: bool
     """Nothing matched (an empty memory, or a window or area with nothing in it)."""
+    places: int = 0
+    """Places of the topological map drawn (with ``places`` or a route)."""
+    route_length: float | None = None
+    """Length in metres of the route drawn over CONNECTS (None: no route asked, or none)."""
 
     def to_pixel(self, x: float, y: float) -> tuple[float, float]:
         """Image (column, row) of the map point (x, y) in metres; row 0 is the top row."""
@@ -86,11 +91,16 @@ class MapSummary:
         if self.downsampled:
             shown += f" ({self.points_drawn} drawn)"
         layers = ", ".join(f"{name} {n}" for name, n in self.layers.items())
-        return (
+        text = (
             f"wrote {self.path}: {shown} in {len(self.layers)} "
             f"layer{'' if len(self.layers) == 1 else 's'} ({layers}), "
             f"{self.entities} entities, {self.gists} gists"
         )
+        if self.places:
+            text += f", {self.places} places"
+        if self.route_length is not None:
+            text += f", a route of {self.route_length:.1f} m"
+        return text
 
 
 def render_map(
@@ -104,6 +114,8 @@ def render_map(
     size: tuple[float, float] = (10, 10),
     dpi: int = 120,
     progress: bool = True,
+    places: bool = False,
+    route: tuple[float, float, float, float] | None = None,
 ) -> MapSummary:
     """Draw a top-down map of the memory in ``directory`` into the PNG file ``out_png``.
 
@@ -125,6 +137,9 @@ def render_map(
         size: figure size in inches (width, height).
         dpi: pixels per inch.
         progress: show a progress bar on stderr.
+        places: also draw the topological map: places and their CONNECTS edges.
+        route: (x1, y1, x2, y2): also draw the shortest route over CONNECTS between the places
+            nearest those two points (queries/spatial_route.cypher), with the places.
 
     Returns:
         A MapSummary: counts of what was drawn and the data-to-pixel transform.
@@ -140,14 +155,19 @@ def render_map(
     layer_filter = _layers(layers)
     width, height = _size(size, dpi)
     _check_output(out)
+    ends = None if route is None else _route_ends(route)
     with tqdm(total=3, desc="map", unit="step", disable=not progress) as bar:
-        selection = _read(root, time_after, time_before, bounds, layer_filter)
+        selection = _read(
+            root, time_after, time_before, bounds, layer_filter, places or ends is not None, ends
+        )
         bar.update()
         figure = Figure(figsize=(width / dpi, height / dpi), dpi=dpi)
         FigureCanvasAgg(figure)
         axes = figure.add_axes(_AXES_RECT)
         observations = selection.observations
-        drawn = draw_map(axes, observations, selection.entities, selection.gists, bounds)
+        drawn = draw_map(
+            axes, observations, selection.entities, selection.gists, bounds, selection.topology
+        )
         span = _span_shown(selection.window, observations.t)
         name = root.resolve().name or str(root)
         windowed = selection.window != (None, None)
@@ -191,6 +211,8 @@ def render_map(
         axes_box=(float(box.x0), float(box.y0), float(box.x1), float(box.y1)),
         image_size=(width, height),
         empty=nothing,
+        places=0 if selection.topology is None else len(selection.topology.place_x),
+        route_length=selection.route_length,
     )
 
 
@@ -204,6 +226,8 @@ class _Selection:
     gists: list[MapGist]
     window: tuple[float | None, float | None]
     memory_empty: bool
+    topology: MapTopology | None = None
+    route_length: float | None = None
 
 
 def _read(
@@ -212,6 +236,8 @@ def _read(
     time_before: str | float | None,
     bounds: Bounds | None,
     layer_filter: dict[str, list[str]],
+    with_places: bool = False,
+    route: tuple[float, float, float, float] | None = None,
 ) -> _Selection:
     """Open the graph read-only, resolve the window on the memory's clock, run the queries."""
     with ReadOnlyMemory(directory, with_vectors=False) as memory:
@@ -230,6 +256,7 @@ def _read(
         table = graph.query_arrow("map_observations", {**params, **layer_filter})
         entities = graph.query("map_entities", params)
         gists = graph.query("map_gists", {**params, **layer_filter})
+        topology, route_length = _read_topology(graph, route) if with_places else (None, None)
     source = table.column("source_type").to_numpy(zero_copy_only=False)
     return _Selection(
         observations=ObservationColumns(
@@ -256,7 +283,50 @@ def _read(
         ],
         window=(after, before),
         memory_empty=not (span["observations"] or span["entities"] or span["gists"]),
+        topology=topology,
+        route_length=route_length,
     )
+
+
+def _read_topology(
+    graph: Any, route: tuple[float, float, float, float] | None
+) -> tuple[MapTopology, float | None]:
+    """The places and CONNECTS edges (spatial_* queries), and the shortest route between the
+    places nearest the route's two points."""
+    rows = graph.query("spatial_places")
+    ids = [row["id"] for row in rows]
+    xs = np.array([float(row["x"]) for row in rows])
+    ys = np.array([float(row["y"]) for row in rows])
+    where = {place: i for i, place in enumerate(ids)}
+    segments = [
+        ((xs[where[e["a"]]], ys[where[e["a"]]]), (xs[where[e["b"]]], ys[where[e["b"]]]))
+        for e in graph.query("spatial_connections")
+    ]
+    route_x: list[float] = []
+    route_y: list[float] = []
+    length = None
+    label = None
+    if route is not None and ids:
+        start = ids[int(np.argmin((xs - route[0]) ** 2 + (ys - route[1]) ** 2))]
+        goal = ids[int(np.argmin((xs - route[2]) ** 2 + (ys - route[3]) ** 2))]
+        found: list[dict[str, Any]] = []
+        if start != goal:
+            graph.query("spatial_path_depth")
+            found = graph.query("spatial_route", {"start": start, "goal": goal})
+        if found:
+            route_x = [route[0], *map(float, found[0]["xs"]), route[2]]
+            route_y = [route[1], *map(float, found[0]["ys"]), route[3]]
+            length = float(found[0]["length"])
+            label = f"route ({length:.1f} m)"
+    return MapTopology(xs, ys, segments, route_x, route_y, label), length
+
+
+def _route_ends(route: Sequence[float]) -> tuple[float, float, float, float]:
+    values = tuple(route)
+    if len(values) != 4:
+        raise InvalidInputError(f"route must be (x1, y1, x2, y2), got {len(values)} values")
+    x1, y1, x2, y2 = (_finite(n, v) for n, v in zip(("x1", "y1", "x2", "y2"), values, strict=True))
+    return x1, y1, x2, y2
 
 
 # --- inputs ------------------------------------------------------------------------------------
