@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+import pyarrow as pa
+
 from emem_graph.spatial.topology import (
     Connection,
     MapUpdate,
@@ -116,7 +118,16 @@ def write_update(store: MemoryStore, update: MapUpdate) -> None:
     if len(links) <= LINK_EACH_MAX:
         change.run_each("spatial_link_observation", links)
     else:
-        change.run("spatial_link_observations", {"rows": links})
+        # A COPY, last in the transaction: UNWIND ... MATCH scans the Observation table per
+        # batch (ingest slowed to ~300 obs/s at 100k observations).
+        edges = pa.table(
+            {
+                "from": [r["observation_id"] for r in links],
+                "to": [r["place_id"] for r in links],
+                "distance": pa.array([r["distance"] for r in links], type=pa.float64()),
+            }
+        )
+        change.copy_edges_last("AT_PLACE", edges, from_table="Observation", to_table="Place")
     store.apply(change)
 
 

@@ -62,6 +62,7 @@ class GraphChange:
     retiers: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     entities: list[Entity] = field(default_factory=list)
     sightings: list[tuple[str, str]] = field(default_factory=list)
+    last_copy: tuple[str, pa.Table, str, str] | None = None
 
     def run(
         self,
@@ -96,6 +97,23 @@ class GraphChange:
         self.retiers.setdefault(tier, []).extend((i, kind) for i in ids)
         return self
 
+    def copy_edges_last(
+        self, rel: str, edges: pa.Table, *, from_table: str, to_table: str
+    ) -> GraphChange:
+        """Bulk-insert edges (an Arrow table: from id, to id, properties) as the LAST statement
+        of the transaction, after the steps and the journal: a rel-table COPY followed by a
+        rollback loses every edge of its table (STORAGE-FACTS), so nothing may run after it.
+        One per change.
+
+        Raises:
+            StorageError: the change has one already.
+        """
+        if self.last_copy is not None:
+            raise StorageError("a change holds one rel-table COPY at most (it must run last)")
+        if edges.num_rows:
+            self.last_copy = (rel, edges, from_table, to_table)
+        return self
+
     def follow_entities(
         self, entities: Sequence[Entity], sightings: Sequence[tuple[str, str]]
     ) -> GraphChange:
@@ -108,7 +126,7 @@ class GraphChange:
 
     @property
     def empty(self) -> bool:
-        return not (self.steps or self.upserts or self.deletes or self.retiers)
+        return not (self.steps or self.upserts or self.deletes or self.retiers or self.last_copy)
 
     def run_steps(self, tx: GraphTransaction) -> None:
         """Run every step in order inside ``tx`` (the caller owns the transaction)."""

@@ -182,6 +182,9 @@ class MemoryStore:
                 journal = change.journal()
                 if journal is not None:
                     waiting = self._journal(tx, journal)
+                if change.last_copy is not None:
+                    rel, edges, from_table, to_table = change.last_copy
+                    tx.copy_edges(rel, edges, from_table=from_table, to_table=to_table)
             self._follow(change)
             try:
                 change.apply_vectors(self.vectors)
