@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -93,6 +93,13 @@ class MemoryConfig(BaseModel):
     place_max_step: float = Field(15.0, gt=0.0)
     """Metres: consecutive trajectory places farther apart than this are not CONNECTed (a jump
     or a gap in the trajectory, not a walk)."""
+    # --- areas: semantic forest of area gists (issue 9, emem_graph.areas) --------------------
+    area_scale: Literal["indoor", "outdoor"] = "indoor"
+    """Default area sizes: indoor 8/30/120 m (room, building, site), outdoor 30/120/500 m."""
+    area_thresholds: tuple[Annotated[float, Field(gt=0.0)], ...] | None = Field(
+        None, min_length=1, max_length=8
+    )
+    """Largest box diagonal (metres) of an area at each level, growing; None: area_scale's."""
 
     @model_validator(mode="after")
     def _check_consistency(self) -> MemoryConfig:

@@ -115,6 +115,12 @@ class SpatioTemporalMemory:
         """The topological map (places, routes) and the spatial tools (emem_graph.spatial)."""
         self._capabilities.append(self.places)
         # capability: areas (issue 9)
+        from emem_graph.areas import AreaMemory
+
+        self.areas = AreaMemory(
+            self, self._store, clock=self._clock, guard=self._consolidation.guard
+        )
+        self._capabilities.append(self.areas)
         # capability: profile (issue 10)
         from emem_graph.profile import UserProfile
 
@@ -685,6 +691,22 @@ class SpatioTemporalMemory:
         return self.places.rebuild()
 
     # tools: areas (issue 9)
+    def describe_area(
+        self,
+        concept: str | None = None,
+        near_x: float | None = None,
+        near_y: float | None = None,
+        spatial_radius: float | None = None,
+        n_results: int = 3,
+        n_walks: int = 3,
+    ) -> str:
+        """Areas (room, building, site) by concept, around a point, or an overview."""
+        return self.areas.describe_area(concept, near_x, near_y, spatial_radius, n_results, n_walks)
+
+    def global_search(self, query: str, n_results: int = 3, n_walks: int = 3) -> str:
+        """Implicit or global question: chains memory -> room -> ... -> site."""
+        return self.areas.global_search(query, n_results, n_walks)
+
     # tools: profile (issue 10)
     def user_profile(self, query: str, user: str | None = None, k: int = 3) -> str:
         """What a user told the robot about themselves that fits a request (objects they mean

@@ -21,6 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from emem_graph.areas import schemas as _area_schemas  # noqa: F401  (issue 9: registers its tools)
 from emem_graph.errors import InvalidInputError, MemoryClosedError, ReadOnlyQueryError
 from emem_graph.explore.cypher import cypher_code, format_result, query_graph
 from emem_graph.profile import schemas as _profile_schemas  # noqa: F401  (issue 10: registers user_profile)
@@ -83,6 +84,8 @@ SERVICES: dict[str, ServiceSpec] = {
         _tool_service("DirectionalQuery", "directional_query"),
         _tool_service("NavigateTo", "navigate_to"),
         # services: areas (issue 9)
+        _tool_service("DescribeArea", "describe_area"),
+        _tool_service("GlobalSearch", "global_search"),
         # services: profile (issue 10)
         _tool_service("UserProfile", "user_profile"),
         ServiceSpec("CallTool", "call_tool", None, TOOL_RESPONSE),

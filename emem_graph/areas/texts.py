@@ -1,0 +1,239 @@
+"""The text of an area gist: the LLM's summary when one answers, an extractive one otherwise.
+
+A level-1 area summarizes its leaves (observation and gist texts, with their stored vectors); an
+area above summarizes its children's summaries. Without an LLM, a level-1 summary keeps the most
+representative, non-redundant texts of its leaves (consolidation's extractive selection); a
+summary above keeps the most representative sentence of every child first (largest children
+first) and fills up with the most representative of the rest, so a building's summary names
+something of each of its rooms, which is what a walk from the top needs to find them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from emem_graph.consolidation.extractive import (
+    REDUNDANT_SIMILARITY,
+    RELEVANCE_WEIGHT,
+    Embed,
+    select_representative,
+    unique_texts,
+)
+from emem_graph.consolidation.llm import MAX_PROMPT_TEXTS
+
+if TYPE_CHECKING:
+    from emem_graph.consolidation.guard import LLMGuard
+
+MAX_AREA_CHARS = 900
+LEAF_SENTENCES = 8
+"""Texts a level-1 extractive summary keeps."""
+AREA_SENTENCES = 12
+"""Sentences an extractive summary above level 1 keeps (at least one per child while room)."""
+KNOWN_SENTENCES = 50_000
+"""Sentence vectors remembered between levels and updates (least recently used out)."""
+BACKGROUND_WEIGHT = 0.5
+"""How much a sentence's likeness to the whole memory counts against it (see salient)."""
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a summary (split after . ! ?)."""
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def as_sentence(text: str) -> str:
+    """A text as a summary sentence: capitalised, ending with a full stop."""
+    text = " ".join(text.split())
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+class AreaTexts:
+    """Writes area summaries and gives the vectors of their sentences.
+
+    Args:
+        guard: the memory's guarded LLM (None or disabled: extractive only).
+        embed: the memory's embedder.
+    """
+
+    def __init__(self, guard: LLMGuard | None, embed: Embed) -> None:
+        self._guard = guard
+        self._embed = embed
+        self._known: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.background: np.ndarray | None = None
+        """Unit mean vector of the whole memory: what every area shares (see salient)."""
+        self.llm_texts = 0
+        self.fallback_texts = 0
+
+    def of_leaves(self, texts: Sequence[str], vectors: np.ndarray) -> str:
+        """Summary of a level-1 area from its leaves' texts (time order) and vectors."""
+        distinct, counts, first = unique_texts(texts)
+        if not distinct:
+            return ""
+        matrix = np.asarray(vectors, dtype=np.float32)[first]
+        answer = self._ask(distinct, matrix, counts)
+        if answer:
+            return answer
+        self.fallback_texts += 1
+        picked = salient(
+            matrix,
+            counts,
+            LEAF_SENTENCES,
+            self.background,
+            max_chars=MAX_AREA_CHARS,
+            lengths=[len(t) for t in distinct],
+        )
+        chosen = sorted(picked)
+        for index in chosen:
+            self._remember(as_sentence(distinct[index]), matrix[index])
+        return " ".join(as_sentence(distinct[i]) for i in chosen)
+
+    def of_areas(self, texts: Sequence[str], weights: Sequence[float]) -> str:
+        """Summary of an area from its children's summaries and sizes."""
+        if len(texts) == 1:
+            return texts[0]
+        parts = [sentences(text) for text in texts]
+        candidates = [s for part in parts for s in part]
+        if not candidates:
+            return ""
+        owner = [child for child, part in enumerate(parts) for _ in part]
+        share = [float(weights[child]) / len(parts[child]) for child in owner]
+        vectors = self.sentence_vectors(candidates)
+        answer = self._ask(candidates, vectors, share)
+        if answer:
+            return answer
+        self.fallback_texts += 1
+        chosen: list[int] = []
+        used = 0
+        # The most representative sentence of each child, largest children first.
+        for child in sorted(range(len(texts)), key=lambda c: -float(weights[c])):
+            rows = [i for i, o in enumerate(owner) if o == child]
+            if not rows or len(chosen) >= AREA_SENTENCES:
+                continue
+            best = rows[salient(vectors[rows], [1.0] * len(rows), 1, self.background)[0]]
+            if chosen and used + len(candidates[best]) > MAX_AREA_CHARS:
+                continue
+            if candidates[best] not in (candidates[i] for i in chosen):
+                chosen.append(best)
+                used += len(candidates[best])
+        room = AREA_SENTENCES - len(chosen)
+        if room > 0:
+            rest = [i for i in range(len(candidates)) if i not in chosen]
+            picked = salient(
+                vectors[rest],
+                [share[i] for i in rest],
+                room,
+                self.background,
+                max_chars=max(0, MAX_AREA_CHARS - used),
+                lengths=[len(candidates[i]) for i in rest],
+            )
+            taken = {candidates[i] for i in chosen}
+            for index in picked:
+                if candidates[rest[index]] not in taken and (
+                    used + len(candidates[rest[index]]) <= MAX_AREA_CHARS
+                ):
+                    chosen.append(rest[index])
+                    taken.add(candidates[rest[index]])
+                    used += len(candidates[rest[index]])
+        return " ".join(candidates[i] for i in sorted(chosen))
+
+    def sentence_vectors(self, items: Sequence[str]) -> np.ndarray:
+        """Vectors of summary sentences (remembered ones reused, the rest embedded at once)."""
+        missing = [s for s in dict.fromkeys(items) if s not in self._known]
+        if missing:
+            for sentence, vector in zip(missing, self._embed(missing), strict=True):
+                self._remember(sentence, np.asarray(vector, dtype=np.float32))
+        out = np.empty((len(items), self._dim()), dtype=np.float32)
+        for row, sentence in enumerate(items):
+            out[row] = self._known[sentence]
+            self._known.move_to_end(sentence)
+        return out
+
+    def vector_of(self, text: str) -> np.ndarray:
+        """An area gist's vector: the normalised mean of its sentences' vectors (the summary's
+        meaning, without embedding a long text whose sentences are embedded already)."""
+        rows = self.sentence_vectors(sentences(text) or [text])
+        mean = unit_rows(rows).mean(axis=0)
+        return (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32)
+
+    def probes(self, text: str) -> np.ndarray:
+        """Unit vectors of a summary's sentences (what a walk compares a question with)."""
+        return unit_rows(self.sentence_vectors(sentences(text) or [text]))
+
+    def _dim(self) -> int:
+        return len(next(iter(self._known.values())))
+
+    def _remember(self, sentence: str, vector: np.ndarray) -> None:
+        self._known[sentence] = np.asarray(vector, dtype=np.float32)
+        self._known.move_to_end(sentence)
+        while len(self._known) > KNOWN_SENTENCES:
+            self._known.popitem(last=False)
+
+    def _ask(self, texts: list[str], vectors: np.ndarray, weights: Sequence[float]) -> str | None:
+        if self._guard is None or not self._guard.enabled:
+            return None
+        chosen = list(texts)
+        if len(chosen) > MAX_PROMPT_TEXTS:
+            picked = select_representative(vectors, weights, MAX_PROMPT_TEXTS)
+            chosen = [texts[i] for i in sorted(picked)]
+        with self._guard.job():
+            answer = self._guard.call("summarize", chosen)
+        if isinstance(answer, str) and answer.strip():
+            self.llm_texts += 1
+            text = " ".join(answer.split())
+            return text if len(text) <= MAX_AREA_CHARS else text[: MAX_AREA_CHARS - 1] + "…"
+        return None
+
+
+def salient(
+    vectors: np.ndarray,
+    weights: Sequence[float],
+    k: int,
+    background: np.ndarray | None,
+    *,
+    max_chars: int | None = None,
+    lengths: Sequence[int] | None = None,
+) -> list[int]:
+    """Indices of up to ``k`` rows by maximal marginal relevance, where a row's relevance is
+    its similarity to the weighted centroid minus BACKGROUND_WEIGHT times its similarity to
+    ``background`` (what the whole memory is like): a room's summary keeps what sets it apart
+    (the coffee machine) before what every room has (a closed door)."""
+    count = len(vectors)
+    if count == 0 or k <= 0:
+        return []
+    unit = unit_rows(np.asarray(vectors, dtype=np.float32))
+    weight = np.asarray(weights, dtype=np.float32).reshape(-1, 1)
+    centroid = unit_rows((unit * weight).sum(axis=0, keepdims=True))[0]
+    relevance = unit @ centroid
+    if background is not None:
+        relevance = relevance - BACKGROUND_WEIGHT * (unit @ background)
+    sizes = list(lengths) if lengths is not None else [0] * count
+    budget = float("inf") if max_chars is None else float(max_chars)
+    chosen: list[int] = []
+    redundancy = np.full(count, -1.0, dtype=np.float32)
+    available = np.ones(count, dtype=bool)
+    used = 0
+    while len(chosen) < k and available.any():
+        score = RELEVANCE_WEIGHT * relevance - (1 - RELEVANCE_WEIGHT) * np.maximum(redundancy, 0)
+        score[~available] = -np.inf
+        best = int(np.argmax(score))
+        available[best] = False
+        if redundancy[best] >= REDUNDANT_SIMILARITY:
+            continue
+        if chosen and used + sizes[best] > budget:
+            continue
+        chosen.append(best)
+        used += sizes[best]
+        redundancy = np.maximum(redundancy, unit @ unit[best])
+    return chosen
+
+
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero)."""
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32)
