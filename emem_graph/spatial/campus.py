@@ -203,6 +203,18 @@ class Campus:
         ys = [a.y, *self.nodes[chain, 1].tolist(), b.y]
         return xs, ys
 
+    def unique_route(self, a: Item, b: Item, slack: float = 5.0) -> bool:
+        """Whether the shortest route from a to b is the only one within ``slack`` metres:
+        every node on a route at most that much longer lies within 3 m of the shortest."""
+        base = float(self._from(a.anchor)[b.anchor])
+        near = self._from(a.anchor) + self._from(b.anchor) <= base + slack
+        xs, ys = self.route_path(a, b)
+        path = np.column_stack([xs, ys])
+        for x, y in self.nodes[near]:
+            if np.hypot(path[:, 0] - x, path[:, 1] - y).min() > 3.0:
+                return False
+        return True
+
     def _from(self, node: int) -> np.ndarray:
         if node not in self._distances:
             n = len(self.nodes)
@@ -491,6 +503,8 @@ def _compass_answer(campus: Campus, target: str, a: Item, _: Item, direction: st
 def _side_answer(campus: Campus, target: str, a: Item, b: Item, side: str) -> Item | None:
     if target not in ENTITY_KINDS:
         return None  # a caption is at the robot's position, on the path: its side is unknown
+    if not campus.unique_route(a, b):
+        return None  # two ways of about the same length: which side is meant is ambiguous
     xs, ys = campus.route_path(a, b)
     corners = waypoints(xs, ys, 0.5)
     cx, cy = [p[0] for p in corners], [p[1] for p in corners]

@@ -190,6 +190,10 @@ class SpatialTools:
 
     # --- typed results (the tools format these; evaluation reads them) -------------------------
 
+    def candidates(self, target: str) -> list[Candidate]:
+        """The distinct instances of ``target`` in memory, entities first (resolve.py)."""
+        return find_candidates(self._search, target, self._config.entity_spatial_radius)
+
     def route_candidates(
         self, target: str, goal: str, start: str | None, max_detour: float
     ) -> tuple[_Leg, list[RoutedCandidate]] | str:
@@ -204,7 +208,7 @@ class SpatialTools:
         leg = self._leg(origin, end)
         if isinstance(leg, str):
             return leg
-        candidates = find_candidates(self._search, target, self._config.entity_spatial_radius)
+        candidates = self.candidates(target)
         snapped = [self.keeper.nearest(c.x, c.y) for c in candidates]
         ids = sorted({found[0].id for found in snapped if found is not None})
         graph = self._store.graph
@@ -239,7 +243,7 @@ class SpatialTools:
         origin = resolve_place(self._search, anchor)
         if origin is None:
             return f"Could not locate the anchor: {anchor.strip()}"
-        candidates = find_candidates(self._search, target, self._config.entity_spatial_radius)
+        candidates = self.candidates(target)
         if direction in geometry.COMPASS:
             if route_goal is not None:
                 raise InvalidInputError(
