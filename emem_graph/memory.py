@@ -169,6 +169,8 @@ class SpatioTemporalMemory:
                 self._consolidation.flush_entities()
                 for capability in self._capabilities:
                     capability.close()
+                if "tools" in self.__dict__:  # built on first use (functools.cached_property)
+                    self.tools.close()
             finally:
                 self._store.close()
 

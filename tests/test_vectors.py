@@ -453,3 +453,37 @@ def test_delete_upsert_existing_ids(tmp_path: Path) -> None:
     assert store.existing_ids([f"o{i}" for i in range(2_150, 2_250)]) == {
         f"o{i}" for i in range(2_200, 2_250)
     }
+
+
+@pytest.mark.parametrize("near_excluded", [0, 200], ids=["few-excluded", "nearest-all-excluded"])
+def test_exclusion_filter_returns_the_n_nearest_rows_it_admits(
+    tmp_path: Path, near_excluded: int
+) -> None:
+    """The default perception filter (no body state, nothing archived) is searched unfiltered
+    and filtered afterwards; when the nearest rows are all excluded it still returns the n
+    nearest admitted rows (prefilter semantics), for dense and keyword search alike."""
+    rng = np.random.default_rng(7)
+    query = unit_vectors(rng, 1)[0]
+    store = VectorStore(tmp_path / "v", DIM)
+    # Excluded rows right at the query (body state, or archived), then admitted rows around.
+    close = query + 0.01 * unit_vectors(rng, max(near_excluded, 1))
+    rows = [
+        make_row(i, v / np.linalg.norm(v), source_type="interoception", text="battery level")
+        if i % 2
+        else make_row(i, v / np.linalg.norm(v), tier="archived", text="battery level")
+        for i, v in enumerate(close[:near_excluded])
+    ]
+    admitted = unit_vectors(rng, 300)
+    rows += [
+        make_row(1000 + i, v, text=f"battery level reading {i}") for i, v in enumerate(admitted)
+    ]
+    store.add(rows)
+    where = VectorFilter(exclude_source_types=("interoception",), exclude_tiers=("archived",))
+    assert where.exclusions_only
+
+    hits = store.search(query, 10, where)
+
+    expected = 1000 + np.argsort(-(admitted @ query))[:10]
+    assert [h.id for h in hits] == [f"o{i}" for i in expected]
+    keyword = store.keyword_search("battery level", 10, where)
+    assert len(keyword) == 10 and all(int(h.id[1:]) >= 1000 for h in keyword)

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -44,6 +46,8 @@ _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _SENTENCES = re.compile(r"[.!?;\n]+")
 _JOINERS = re.compile(r",|\b(?:and then|and also|as well as|after that|then|also|plus|and)\b")
 MAX_PARTS = 6
+KEYWORD_THREADS = 4
+"""Keyword searches running at once beside dense ones (readers of several threads)."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,24 @@ class HybridSearch:
         self._embed = embed
         self._config = config
         self._clock = clock
+        self._keyword_pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    def close(self) -> None:
+        """Stop the keyword-search threads (idempotent)."""
+        with self._pool_lock:
+            pool, self._keyword_pool = self._keyword_pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    def _pool(self) -> ThreadPoolExecutor:
+        # Made on first use, in the process that searches (a pool copied by fork has no threads).
+        with self._pool_lock:
+            if self._keyword_pool is None:
+                self._keyword_pool = ThreadPoolExecutor(
+                    max_workers=KEYWORD_THREADS, thread_name_prefix="emem-keyword"
+                )
+            return self._keyword_pool
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Embed ``texts`` in one call."""
@@ -151,11 +173,18 @@ class HybridSearch:
         if vector is None:
             vector = self._embed([query])[0]
         depth = n + max(n, 10)
+        terms = keyword_query(query) if self._config.use_hybrid_retrieval else ""
+        # The keyword search runs beside the dense one (LanceDB releases the GIL): one query's
+        # latency is the slower of the two, not their sum.
+        pending = (
+            self._pool().submit(self._store.vectors.keyword_search, terms, depth, where)
+            if terms
+            else None
+        )
         dense = self._store.vectors.search(vector, depth, where)
+        keyword = pending.result() if pending is not None else []
         similarity = {hit.id: hit.score for hit in dense}
         kinds = {hit.id: hit.kind for hit in dense}
-        terms = keyword_query(query) if self._config.use_hybrid_retrieval else ""
-        keyword = self._store.vectors.keyword_search(terms, depth, where) if terms else []
         kinds.update({hit.id: hit.kind for hit in keyword})
         rankings = [[hit.id for hit in dense]]
         if keyword:

@@ -103,6 +103,10 @@ class RetrievalTools:
         # turns "my favorite cup" into what it names before locate and recall search.
         self._resolvers: list[Callable[[str], str | None]] = []
 
+    def close(self) -> None:
+        """Stop the search threads (the memory calls it when it closes)."""
+        self._search.close()
+
     def flush_before_tool(self) -> None:
         """Make every added observation visible to the tool about to run."""
         self._host.flush()

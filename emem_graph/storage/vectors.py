@@ -39,6 +39,9 @@ SCALAR_INDEXES = {"x": "BTREE", "y": "BTREE", "t": "BTREE", "kind": "BITMAP", "t
 EXACT_SEARCH_MAX_ROWS = 20_000
 """A filtered search matching at most this many rows bypasses the ANN index (exact, recall 1)."""
 ANN_NPROBES = 20
+OVERSAMPLE_MARGIN = 10
+"""An exclusions-only search reads n + n/4 + this many rows unfiltered (VectorStore._excluding);
+each extra row costs a refine read of its full vector."""
 
 
 def vector_schema(dim: int) -> pa.Schema:
@@ -102,6 +105,30 @@ class VectorFilter:
     radius: float | None = None
     box: tuple[float, float, float, float] | None = None
     """(xmin, xmax, ymin, ymax)"""
+
+    @property
+    def exclusions_only(self) -> bool:
+        """True when the filter only leaves out source types or tiers (the default perception
+        filter: no body state, nothing archived): it removes few rows, so a search may run
+        unfiltered, oversampled, and drop those rows itself (see VectorStore.search)."""
+        return (
+            self.kinds is None
+            and self.layers is None
+            and self.source_types is None
+            and self.tiers is None
+            and self.episode_id is None
+            and self.time_after is None
+            and self.time_before is None
+            and self.center is None
+            and self.box is None
+        )
+
+    def admits(self, source_type: str | None, tier: str | None) -> bool:
+        """Whether a row of this source type and tier passes the exclusions (NULL passes, as
+        in to_sql)."""
+        if self.exclude_source_types and source_type in self.exclude_source_types:
+            return False
+        return not (self.exclude_tiers and tier in self.exclude_tiers)
 
     def to_sql(self) -> str | None:
         """The SQL predicate of this filter, or None when it has no condition."""
@@ -326,21 +353,50 @@ class VectorStore:
         back whenever n rows pass it. Small filtered sets are searched exactly.
         """
         query_vector = self._check_vector(vector)
-        predicate = where.to_sql() if where else None
-        with self._lock.reading():
-            builder: Any = self._table.search(query_vector)
-            builder = builder.distance_type("cosine")
+
+        def run(predicate: str | None, limit: int, columns: list[str]) -> list[dict[str, Any]]:
+            builder: Any = self._table.search(query_vector).distance_type("cosine")
             if predicate:
                 builder = builder.where(predicate, prefilter=True)
                 if self._ann_rows and self._table.count_rows(predicate) <= EXACT_SEARCH_MAX_ROWS:
                     builder = builder.bypass_vector_index()
             elif self._ann_rows:
                 # Explicit probes and a refine step: the defaults gave recall@10 of 0.7 here.
-                builder = builder.nprobes(ANN_NPROBES).ef(max(64, 4 * n)).refine_factor(4)
-            rows = builder.select(["id", "kind", "_distance"]).limit(n).to_list()
+                builder = builder.nprobes(ANN_NPROBES).ef(max(64, 4 * limit)).refine_factor(4)
+            rows: list[dict[str, Any]] = builder.select(columns).limit(limit).to_list()
+            return rows
+
+        with self._lock.reading():
+            columns = ["id", "kind", "_distance"]
+            rows = self._excluding(where, n, lambda k, c: run(None, k, c), columns)
+            if rows is None:
+                rows = run(where.to_sql() if where else None, n, columns)
         return [
             VectorHit(id=r["id"], kind=r["kind"], score=1.0 - float(r["_distance"])) for r in rows
         ]
+
+    def _excluding(
+        self,
+        where: VectorFilter | None,
+        n: int,
+        search: Any,
+        columns: list[str],
+    ) -> list[dict[str, Any]] | None:
+        """A search under an exclusions-only filter, run unfiltered for ``n`` + a margin rows
+        and filtered here: the n best rows that pass, or None when fewer than n of those rows
+        pass while more exist (the caller then runs the prefiltered search).
+
+        Unfiltered searches are 2-3x faster than prefiltered ones here (measured at 100k rows:
+        the prefilter evaluates the predicate over every row), and the rows that pass among
+        the best n + margin are exactly the best rows that pass."""
+        if where is None or not where.exclusions_only:
+            return None
+        limit = n + n // 4 + OVERSAMPLE_MARGIN
+        rows: list[dict[str, Any]] = search(limit, [*columns, "source_type", "tier"])
+        kept = [r for r in rows if where.admits(r["source_type"], r["tier"])]
+        if len(kept) >= n or len(rows) < limit:
+            return kept[:n]
+        return None
 
     def keyword_search(
         self, text: str, n: int, where: VectorFilter | None = None
@@ -348,13 +404,20 @@ class VectorStore:
         """Full-text (BM25) search over the stored text; matches words, not only phrases."""
         if not text.strip():
             return []
-        predicate = where.to_sql() if where else None
-        with self._lock.reading():
+
+        def run(predicate: str | None, limit: int, columns: list[str]) -> list[dict[str, Any]]:
             builder = self._table.search(text, query_type="fts", fts_columns="text")
             if predicate:
                 builder = builder.where(predicate, prefilter=True)
+            rows: list[dict[str, Any]] = builder.select(columns).limit(limit).to_list()
+            return rows
+
+        with self._lock.reading():
             try:
-                rows = builder.select(["id", "kind", "_score"]).limit(n).to_list()
+                columns = ["id", "kind", "_score"]
+                rows = self._excluding(where, n, lambda k, c: run(None, k, c), columns)
+                if rows is None:
+                    rows = run(where.to_sql() if where else None, n, columns)
             except (ValueError, RuntimeError, OSError) as exc:
                 log.debug("keyword search unavailable: %s", exc)
                 return []
