@@ -359,12 +359,17 @@ class UserProfile:
 
     # --- grounding -----------------------------------------------------------------------------
 
-    def ground(self, *, all_objects: bool = False) -> int:
+    def ground(self, *, all_objects: bool = False, only: set[str] | None = None) -> int:
         """Match profile objects to world entities now (the ungrounded ones, or ``all_objects``
-        again). Returns how many objects are grounded afterwards among those looked at."""
+        again; only the ids in ``only`` when given). Returns how many objects are grounded
+        afterwards among those looked at."""
         with self._lock:
             snapshot = self._read()
-            objects = [o for o in snapshot.objects.values() if all_objects or not o.groundings]
+            objects = [
+                o
+                for o in snapshot.objects.values()
+                if (all_objects or not o.groundings) and (only is None or o.id in only)
+            ]
             if not objects:
                 return 0
             links = {
@@ -380,18 +385,23 @@ class UserProfile:
                 self._snapshot = None
             return sum(1 for found in links.values() if found)
 
-    def _refresh_grounding(self, *, force: bool = False) -> None:
+    def _refresh_grounding(self, written: set[str] | None = None) -> None:
         # Entities appear (extraction, add_entity), move and merge: when their count or latest
-        # sighting changed, positions are read again and ungrounded objects matched again.
+        # sighting changed, positions are read again and every ungrounded object is matched
+        # again; otherwise only the objects just ``written`` are.
         rows = self._store.graph.query("profile_entity_signature")
         signature = (rows[0]["n"], rows[0]["last_seen"]) if rows else (0, None)
         with self._lock:
-            if signature == self._entity_signature and not force:
-                return
+            changed = signature != self._entity_signature
             self._entity_signature = signature
-            self._snapshot = None
-            if signature[0]:
+            if changed:
+                self._snapshot = None
+            if not signature[0]:
+                return
+            if changed:
                 self.ground()
+            elif written:
+                self.ground(only=written)
 
     # --- internals -----------------------------------------------------------------------------
 
@@ -495,7 +505,9 @@ class UserProfile:
             }
             self._store.apply(write.change())
             self._snapshot = None
-            self._refresh_grounding(force=True)
+            touched = set(write.composed)
+            touched.update(node for _, kind, node, _ in write.targets if kind == "object")
+            self._refresh_grounding(touched)
         return update
 
 

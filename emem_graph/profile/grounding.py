@@ -1,10 +1,12 @@
 """Grounding: which world entity (Entity node) a profile object is.
 
-A profile object is matched against the entities nearest to its embedding (LanceDB, kind
-"entity"); an entity qualifies when the name similarity reaches GROUND_THRESHOLD and the type
-agrees: the head nouns are the same or close ("cup" / "mug"), the entity's type names the
-object's head noun, and no modifier conflicts ("red cup" is not the "blue cup"). An instance
-object is grounded in its best entity; a category ("blue plates") in up to MAX_CATEGORY_MEMBERS.
+A profile object is matched against the entities nearest to its embedding and to the embedding
+of its core phrase (LanceDB, kind "entity"; "keys" of "keys on the red keychain"); an entity
+qualifies when its better name similarity reaches GROUND_THRESHOLD and the type agrees: the head
+nouns are the same or close ("cup" / "mug") or the entity's type names the object's head noun,
+and no modifier conflicts ("red cup" is not the "blue cup"). Entities named with a modifier the
+user said rank a little higher. An instance object is grounded in its best entity; a category
+("blue plates") in up to MAX_CATEGORY_MEMBERS.
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ import numpy as np
 
 from emem_graph.consolidation.names import words
 from emem_graph.models import Entity
-from emem_graph.profile.matching import conflicts, cosine, head_noun
+from emem_graph.profile.matching import (
+    conflicts,
+    content_words,
+    core_phrase,
+    cosine,
+    head_noun,
+)
 from emem_graph.storage.vectors import VectorFilter
 
 if TYPE_CHECKING:
@@ -28,6 +36,8 @@ GROUND_THRESHOLD = 0.55
 ("yellow cup with the wooden handle" / "yellow cup" measure ~0.8 with MiniLM)."""
 HEAD_THRESHOLD = 0.7
 """Cosine similarity of two different head nouns that still name one kind ("cup" / "mug")."""
+MODIFIER_BONUS = 0.05
+"""Ranking bonus per modifier word (at most two) of an entity's name that the user also said."""
 CANDIDATES = 8
 """Nearest entities looked at per object."""
 MAX_CATEGORY_MEMBERS = 5
@@ -38,14 +48,28 @@ Embed = Callable[[list[str]], np.ndarray]
 def ground_object(store: MemoryStore, embed: Embed, obj: ObjectNode) -> list[tuple[str, float]]:
     """The entities ``obj`` is grounded in: [(entity id, similarity)], best first (may be
     empty)."""
-    hits = store.nearest(obj.vector, CANDIDATES, VectorFilter(kinds=("entity",)))
-    passing: list[tuple[str, float]] = []
-    for hit, record in hits:
-        if not isinstance(record, Entity) or hit.score < GROUND_THRESHOLD:
+    # The whole phrase, and its core ("keys" of "keys on the red keychain"), which is what an
+    # entity's name usually holds; an entity scores its better similarity of the two.
+    queries = [obj.vector]
+    core = core_phrase(obj.text)
+    if core and core != " ".join(words(obj.text)):
+        queries.append(embed([core])[0])
+    best: dict[str, tuple[Entity, float]] = {}
+    for vector in queries:
+        for hit, record in store.nearest(vector, CANDIDATES, VectorFilter(kinds=("entity",))):
+            if isinstance(record, Entity) and hit.score > best.get(record.id, (record, -1.0))[1]:
+                best[record.id] = (record, float(hit.score))
+    said = set(content_words(obj.text))
+    ranked: list[tuple[float, str, float]] = []
+    for entity, score in best.values():
+        if score < GROUND_THRESHOLD or not same_kind(embed, obj.text, entity):
             continue
-        if same_kind(embed, obj.text, record):
-            passing.append((record.id, float(hit.score)))
-    passing.sort(key=lambda pair: -pair[1])
+        # An entity named with a modifier the user also said ("orange notebook" for "the
+        # spiral notebook with the orange cover") beats a bare "notebook" of similar score.
+        shared = len((set(content_words(entity.name)) - {head_noun(entity.name)}) & said)
+        ranked.append((score + min(shared, 2) * MODIFIER_BONUS, entity.id, score))
+    ranked.sort(key=lambda item: -item[0])
+    passing = [(entity_id, score) for _, entity_id, score in ranked]
     limit = MAX_CATEGORY_MEMBERS if obj.granularity == "category" else 1
     return passing[:limit]
 

@@ -136,6 +136,14 @@ def head_noun(phrase: str) -> str:
     return rest[-1] if rest else ""
 
 
+def core_phrase(phrase: str) -> str:
+    """The words before the first preposition, without articles ("keys on the red keychain" ->
+    "keys"): what an entity's name usually holds."""
+    tokens = words(phrase)
+    cut = next((i for i, w in enumerate(tokens) if w in _PREPOSITIONS and i > 0), len(tokens))
+    return " ".join(w for w in tokens[:cut] if w not in STOPWORDS and w not in _POSSESSIVES)
+
+
 def conflicts(a: str, b: str) -> bool:
     """True when the words of two phrases say they are different things (see the module)."""
     left, right = set(content_words(a)), set(content_words(b))
