@@ -47,6 +47,12 @@ INDOOR_LANDMARKS = (
     "music room",
     "gym locker room",
     "art studio",
+    "mail room",
+    "computer lab",
+    "seminar room",
+    "nurse office",
+    "copy room",
+    "staff kitchen",
 )
 OUTDOOR_LANDMARKS = (
     "basketball court",
@@ -358,8 +364,10 @@ def _place_items(
             return
         raise ValueError(f"no room on the campus for {name}; make it larger")
 
+    if len(buildings) > len(INDOOR_LANDMARKS):
+        raise ValueError(f"at most {len(INDOOR_LANDMARKS)} buildings (one landmark name each)")
     for number in range(len(buildings)):
-        put(INDOOR_LANDMARKS[number % len(INDOOR_LANDMARKS)], None, True, indoor_nodes)
+        put(INDOOR_LANDMARKS[number], None, True, indoor_nodes)
     for number in range(min(len(OUTDOOR_LANDMARKS), max(3, len(buildings)))):
         put(OUTDOOR_LANDMARKS[number], None, False, outdoor_nodes)
     for kind in KINDS:

@@ -201,6 +201,8 @@ class RouteBench:
     observations: int
     places: int
     connections: int
+    linked: int
+    """Perception observations linked to their place (AT_PLACE)."""
     ingest_s: float
     route_query_ms: list[float]
     """The whole tool (flush, candidates, the route and the candidates' route lengths)."""
@@ -220,8 +222,9 @@ class RouteBench:
 
         return "\n".join(
             [
-                f"{self.observations} observations -> {self.places} places, "
-                f"{self.connections} CONNECTS edges (ingest {self.ingest_s:.0f} s)",
+                f"{self.observations} observations ({self.linked} linked to a place) -> "
+                f"{self.places} places, {self.connections} CONNECTS edges (ingest "
+                f"{self.ingest_s:.0f} s)",
                 f"route_query p50 {p50(self.route_query_ms)} over {len(self.route_query_ms)} "
                 "queries (start and goal as coordinates)",
                 f"  its candidate search (2 LanceDB vector searches) p50 {p50(self.candidates_ms)}",
@@ -308,6 +311,7 @@ def bench_routes(
         observations=observations,
         places=counts.places,
         connections=counts.connections,
+        linked=counts.linked_observations,
         ingest_s=ingest_s,
         route_query_ms=timings["tool"],
         candidates_ms=timings["candidates"],
