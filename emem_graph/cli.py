@@ -399,6 +399,13 @@ def _cmd_areas_eval(args: argparse.Namespace) -> int:
 # --- areas (issue 9): _cmd_ functions above this line -----------------------------------------
 
 
+def _cmd_profile_eval(args: argparse.Namespace) -> int:
+    from emem_graph.profile import evaluate
+
+    print("\n".join(evaluate.main(progress=not args.quiet)))
+    return 0
+
+
 # --- profile (issue 10): _cmd_ functions above this line --------------------------------------
 
 
@@ -732,6 +739,16 @@ def build_parser() -> argparse.ArgumentParser:
     areas_eval.set_defaults(run=_cmd_areas_eval)
 
     # --- profile (issue 10) parsers below this line -------------------------------------------
+    profile_eval = commands.add_parser(
+        "profile-eval",
+        help="evaluate the user profile: facts and routines told, changed and asked for later",
+        description="Tell a new memory 30 personal facts and 25 routines of three users (by the "
+        "structured API, then as plain-English instructions without an LLM), change 10 "
+        "routines, reference 30 nodes by paraphrase and 15 near misses, then print how often "
+        "the later underspecified requests find the right knowledge (top 1 / top 3), whether "
+        "step order, updates, node reuse and grounding hold (all-MiniLM-L6-v2, ~2-4 min).",
+    )
+    profile_eval.set_defaults(run=_cmd_profile_eval)
 
     return parser
 

@@ -128,9 +128,21 @@ def routine_instruction(routine: Routine) -> str:
     return f"For {routine.alias}, " + ", then ".join(routine.steps)
 
 
-def run(mode: str, make_memory: Callable[[str], Any], workdir: Path) -> Figures:
-    """Evaluate one way in ("api" or "rules") on a new memory in ``workdir``."""
+def steps_per_run() -> int:
+    """Writes and searches of one run (for a progress bar)."""
+    return 2 * len(FACTS) + 3 * len(ROUTINES) + len(CHANGED_ROUTINES) + 4
+
+
+def run(
+    mode: str,
+    make_memory: Callable[[str], Any],
+    workdir: Path,
+    progress: Callable[[int], object] | None = None,
+) -> Figures:
+    """Evaluate one way in ("api" or "rules") on a new memory in ``workdir``; ``progress(1)``
+    is called after each write and each request."""
     figures = Figures(mode)
+    tick = progress or (lambda _n: None)
     path = str(workdir / f"profile-{mode}")
     memory = make_memory(path)
     profile = memory.profile
@@ -143,6 +155,7 @@ def run(mode: str, make_memory: Callable[[str], Any], workdir: Path) -> Figures:
         else:
             update = profile.update_from_instruction(fact_instruction(fact), user)
         figures.write_ms.append(1000 * (time.perf_counter() - start))
+        tick(1)
         return update
 
     def tell_routine(user: str, routine: Routine) -> Any:
@@ -152,6 +165,7 @@ def run(mode: str, make_memory: Callable[[str], Any], workdir: Path) -> Figures:
         else:
             update = profile.update_from_instruction(routine_instruction(routine), user)
         figures.write_ms.append(1000 * (time.perf_counter() - start))
+        tick(1)
         return update
 
     # Entities of the first half of the facts are seen before the facts are told.
@@ -190,7 +204,8 @@ def run(mode: str, make_memory: Callable[[str], Any], workdir: Path) -> Figures:
             figures.updates_in_place += 1
         final[(user, changed.alias)] = changed
 
-    _reuse(figures, profile, mode)
+    _reuse(figures, profile)
+    tick(4)
     memory.close()
 
     # Everything below reads the stored graph of a reopened memory.
@@ -201,6 +216,7 @@ def run(mode: str, make_memory: Callable[[str], Any], workdir: Path) -> Figures:
         start = time.perf_counter()
         hits = profile.search(request, user=user, k=3)
         figures.search_ms.append(1000 * (time.perf_counter() - start))
+        tick(1)
         ids = [h.knowledge.id for h in hits]
         if ids[:1] == [knowledge_id]:
             figures.top1 += 1
@@ -212,6 +228,7 @@ def run(mode: str, make_memory: Callable[[str], Any], workdir: Path) -> Figures:
         if knowledge_id in [h.knowledge.id for h in profile.search(request, k=3)]:
             figures.top3_any_user += 1
     for (user, alias), routine in final.items():
+        tick(1)
         figures.routines += 1
         want = expected_steps(routine.steps)
         stored = [k for k in profile.knowledge(user) if k.alias == alias]
@@ -227,6 +244,7 @@ def run(mode: str, make_memory: Callable[[str], Any], workdir: Path) -> Figures:
     for i, fact in enumerate(FACTS):
         user = USERS[i % len(USERS)].lower()
         figures.grounded_total += 1
+        tick(1)
         knowledge = next(k for k in snapshot.knowledge_of(user) if k.alias == fact.alias)
         # The object the entity is (the first named; the rules may split a phrase at "and").
         objects = [snapshot.objects[o] for o in knowledge.object_ids]
@@ -248,7 +266,7 @@ def run(mode: str, make_memory: Callable[[str], Any], workdir: Path) -> Figures:
     return figures
 
 
-def _reuse(figures: Figures, profile: Any, mode: str) -> None:
+def _reuse(figures: Figures, profile: Any) -> None:
     def steps(pairs: Sequence[tuple[str, str]], which: int) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for i, pair in enumerate(pairs):
@@ -280,8 +298,11 @@ def _reuse(figures: Figures, profile: Any, mode: str) -> None:
                     figures.merge_failures.append(f"{later!r} merged into {first!r}")
 
 
-def main(argv: Sequence[str] | None = None, *, quiet: bool = False) -> list[str]:
-    """Run the evaluation for both ways in and return (and print) the report lines."""
+def main(*, progress: bool = True) -> list[str]:
+    """Run the evaluation for both ways in and return the report lines (with a progress bar
+    on stderr when ``progress``)."""
+    from tqdm import tqdm
+
     from emem_graph import SpatioTemporalMemory
     from emem_graph.ingest.embeddings import SentenceTransformerEmbedder
 
@@ -298,12 +319,11 @@ def main(argv: Sequence[str] | None = None, *, quiet: bool = False) -> list[str]
             def make(path: str) -> Any:
                 return SpatioTemporalMemory(path, embedding_provider=embedder)
 
-            figures = run(mode, make, Path(workdir))
+            with tqdm(total=steps_per_run(), desc=mode, unit="step", disable=not progress) as bar:
+                figures = run(mode, make, Path(workdir), progress=bar.update)
             lines.extend(figures.lines())
-    if not quiet:
-        print("\n".join(lines))
     return lines
 
 
 if __name__ == "__main__":
-    main()
+    print("\n".join(main()))
