@@ -397,6 +397,23 @@ def test_geometry_projection_sides_and_sectors() -> None:
     assert in_sector(-1.0, 1.0, "northwest") and in_sector(0.0, -5.0, "south")
 
 
+def test_candidates_with_equal_similarity_rank_by_position_not_by_id() -> None:
+    from emem_graph.models import Observation
+    from emem_graph.spatial.resolve import _relevant
+
+    def seen(id_: str, x: float) -> Observation:
+        return Observation(id=id_, text="a vending machine", x=x, y=0.0, timestamp=0.0)
+
+    # The same caption seen at three spots; the index returns float-noise-level differences.
+    hits = [(seen("a", 30.0), 0.8 + 1e-9), (seen("b", 10.0), 0.8), (seen("c", 20.0), 0.8 - 1e-9)]
+    ranked = [record.x for record, _ in _relevant(hits, [], 0.0)]
+    assert ranked == [10.0, 20.0, 30.0]
+    assert [r.x for r, _ in _relevant(list(reversed(hits)), [], 0.0)] == ranked
+    # A real difference in similarity still comes first.
+    hits.append((seen("d", 40.0), 0.85))
+    assert [record.x for record, _ in _relevant(hits, [], 0.0)] == [40.0, 10.0, 20.0, 30.0]
+
+
 def test_the_map_picture_draws_places_and_a_route(tmp_path: Path) -> None:
     from emem_graph.explore.mapping import render_map
 

@@ -139,7 +139,9 @@ def _relevant(
         for record, similarity in hits
         if similarity >= floor or (len(words) > 0 and has_all_words(record, words))
     ]
-    return sorted(chosen, key=lambda hit: (-hit[1], hit[0].id))
+    # Equal similarities (the same caption seen from several spots) rank the same way on every
+    # run: by position, not by the random ids.
+    return sorted(chosen, key=lambda hit: (-round(hit[1], 6), hit[0].x, hit[0].y, hit[0].id))
 
 
 def _apart(a: Record, b: Record, radius: float) -> bool:
