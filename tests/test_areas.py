@@ -94,6 +94,25 @@ def test_generated_observations_never_name_their_region(small_scene):
         assert region.contains(observation.x, observation.y)
 
 
+def test_scene_sites_repeat_the_site_far_apart():
+    one = generate_scene(4, seed=1, start=START)
+    three = generate_scene(4, seed=1, start=START, sites=3)
+    assert len(three.observations) == 3 * len(one.observations)
+    assert len(three.regions) == 3 * len(REGIONS)
+    assert three.questions == one.questions
+    check_no_region_names(three)
+    for observation in three.observations:
+        region = next(r for r in three.regions if r.name == observation.region)
+        assert region.contains(observation.x, observation.y)
+    # Copy k lies SITE_SPACING * k metres along x: no area of the default sizes spans two.
+    width = max(r.box[1] for r in REGIONS) - min(r.box[0] for r in REGIONS)
+    xs = {k: [o.x for o in three.observations if o.region.endswith(f" #{k}")] for k in (2, 3)}
+    assert min(xs[2]) - max(o.x for o in one.observations) > 120.0
+    assert min(xs[3]) - max(xs[2]) > 120.0 and max(xs[3]) - min(xs[3]) <= width
+    with pytest.raises(ValueError):
+        generate_scene(4, sites=0)
+
+
 # --- building ----------------------------------------------------------------------------------
 
 
@@ -161,13 +180,16 @@ def test_adding_observations_in_one_room_changes_only_that_branch(scene_memory):
     for i in range(4):
         memory.add("a new espresso grinder beside the kettle", x0 + 2 + 0.3 * i, y0 + 2,
                    timestamp=START + 10_000 + i)  # fmt: skip
-    memory.describe_area(near_x=x0 + 2, near_y=y0 + 2)
+    report = memory.areas.update()
     after = snapshot(memory)
     assert set(after) == set(before), "no area was created or deleted"
     changed = {i for i in before if before[i] != after[i]}
     kitchen_area = memory.areas.areas_at(x0 + 2, y0 + 2, 0.0)[0]
     branch = {a.id for a in memory.areas.forest.chain(kitchen_area.id)}
     assert changed == branch
+    # Only the branch was rewritten in the graph (not rewritten with the same text elsewhere).
+    assert report is not None and (report.created, report.updated) == (0, len(branch))
+    assert memory.areas.update() is None, "nothing new: nothing written"
     assert "espresso grinder" in memory.areas.forest.areas[kitchen_area.id].text.lower() or (
         after[kitchen_area.id][1] == before[kitchen_area.id][1] + 4
     )

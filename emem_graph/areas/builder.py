@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from emem_graph.areas.clustering import Items, cluster, diagonal, hierarchy
 from emem_graph.areas.forest import Area, Forest, Leaf
@@ -363,6 +362,8 @@ class ForestBuilder:
         ids of the items no area could hold."""
         if not areas:
             return [item_id for item_id, _ in items]
+        from scipy.spatial import cKDTree  # scipy.spatial: ~0.5 s to import, only when building
+
         centres = np.array([[a.x, a.y] for a in areas])
         tree = cKDTree(centres)
         k = min(CANDIDATE_AREAS, len(areas))

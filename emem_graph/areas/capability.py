@@ -85,7 +85,6 @@ class AreaMemory:
         guard: the guarded LLM used for summaries (None: extractive summaries only).
     """
 
-
     def __init__(
         self,
         host: Any,

@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 GRID_FRACTION = 0.125
 """Grid cell side as a fraction of the level threshold (items in one cell start together)."""
@@ -127,6 +126,8 @@ def _agglomerate(items: Items, labels: np.ndarray, threshold: float) -> np.ndarr
 
 def _nearest_allowed(centres: np.ndarray, boxes: np.ndarray, threshold: float) -> np.ndarray:
     """For each cluster, the nearest cluster (by centroid) it may merge with, or -1."""
+    from scipy.spatial import cKDTree  # scipy.spatial: ~0.5 s to import, only when building
+
     k = len(centres)
     tree = cKDTree(centres)
     neighbours = min(NEIGHBOURS + 1, k)

@@ -182,12 +182,15 @@ def _flat_region(
 def build_timing(
     sizes: list[int], embedder: Any, *, seed: int = 0, progress: Callable[[str], None] = print
 ) -> list[tuple[int, float, int]]:
-    """Seconds to build the whole forest of scenes of ``sizes`` observations: (n, seconds,
-    areas)."""
+    """Seconds to build the whole forest of scenes of about ``sizes`` observations: (n,
+    seconds, areas)."""
     figures = []
     for size in sizes:
-        per_region = max(2, size // 16)
-        scene = generate_scene(per_region, seed=seed)
+        # Sites of ~1,000 observations each (60 per region), as many as the size needs: the
+        # world grows with the memory, as it does for a robot that keeps exploring.
+        sites = max(1, round(size / 1000))
+        per_region = max(2, round(size / sites / 16.5))
+        scene = generate_scene(per_region, seed=seed, sites=sites)
         with tempfile.TemporaryDirectory() as directory:
             memory = _memory(Path(directory) / "m", embedder)
             try:

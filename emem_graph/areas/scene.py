@@ -437,20 +437,25 @@ MARGIN = 0.6
 """Metres between a region's walls and the positions observed in it."""
 
 
-def generate_scene(per_region: int = 30, *, seed: int = 0, start: float = 1_000_000.0) -> Scene:
+def generate_scene(
+    per_region: int = 30, *, seed: int = 0, start: float = 1_000_000.0, sites: int = 1
+) -> Scene:
     """The scene with ``per_region`` observations in every region (corridors: half), taken
-    along a patrol that visits the regions in turn, two passes.
+    along a patrol that visits the regions in turn, two passes. ``sites`` > 1 repeats the whole
+    site every SITE_SPACING metres along x (regions of copy k are named "kitchen #k"; the
+    questions are the first site's), for timing builds over larger worlds.
 
     Raises:
-        ValueError: per_region < 1.
+        ValueError: per_region or sites < 1.
     """
-    if per_region < 1:
-        raise ValueError(f"per_region must be >= 1, got {per_region}")
+    if per_region < 1 or sites < 1:
+        raise ValueError(f"per_region and sites must be >= 1, got {per_region}, {sites}")
     rng = random.Random(seed)
-    scene = Scene(list(REGIONS), questions=list(QUESTIONS))
+    regions = [_shifted(region, k) for k in range(sites) for region in REGIONS]
+    scene = Scene(regions, questions=list(QUESTIONS))
     t = start
     for half in range(2):
-        for region in REGIONS:
+        for region in regions:
             count = per_region // 2 if region.name.startswith("corridor") else per_region
             count = count // 2 + (count % 2 if half == 0 else 0)
             for _ in range(count):
@@ -461,6 +466,25 @@ def generate_scene(per_region: int = 30, *, seed: int = 0, start: float = 1_000_
             t += 30.0
     check_no_region_names(scene)
     return scene
+
+
+SITE_SPACING = 300.0
+"""Metres between the copies of the site (more than the largest default area)."""
+
+
+def _shifted(region: Region, copy: int) -> Region:
+    if copy == 0:
+        return region
+    x0, x1, y0, y1 = region.box
+    dx = copy * SITE_SPACING
+    return Region(
+        f"{region.name} #{copy + 1}",
+        region.building,
+        (x0 + dx, x1 + dx, y0, y1),
+        region.things,
+        region.activities,
+        region.words,
+    )
 
 
 def _position(rng: random.Random, region: Region) -> tuple[float, float]:
