@@ -204,6 +204,10 @@ class RouteBench:
     linked: int
     """Perception observations linked to their place (AT_PLACE)."""
     ingest_s: float
+    compact_s: float
+    """LanceDB compaction after the ingest: merged fragments, the ANN index built."""
+    ann_rows: int
+    """Vectors under the ANN index when timed (0: exact search)."""
     route_query_ms: list[float]
     """The whole tool (flush, candidates, the route and the candidates' route lengths)."""
     candidates_ms: list[float]
@@ -224,7 +228,8 @@ class RouteBench:
             [
                 f"{self.observations} observations ({self.linked} linked to a place) -> "
                 f"{self.places} places, {self.connections} CONNECTS edges (ingest "
-                f"{self.ingest_s:.0f} s)",
+                f"{self.ingest_s:.0f} s, compaction {self.compact_s:.0f} s, ANN index over "
+                f"{self.ann_rows} vectors)",
                 f"route_query p50 {p50(self.route_query_ms)} over {len(self.route_query_ms)} "
                 "queries (start and goal as coordinates)",
                 f"  its candidate search (2 LanceDB vector searches) p50 {p50(self.candidates_ms)}",
@@ -270,6 +275,11 @@ def bench_routes(
         memory.flush()
         memory.extract_entities()  # the timings below must not share the CPU with it
         ingest_s = time.perf_counter() - started
+        # A robot's memory compacts every compact_every commits, which builds the ANN index
+        # once ann_index_min_rows vectors are in; the 100 commits here may not reach that.
+        started = time.perf_counter()
+        memory.store.vectors.compact()
+        compact_s = time.perf_counter() - started
         # Timed on the memory as a robot finds it after a restart: reopened, LanceDB compacted.
         memory.close()
         memory = memory_factory()
@@ -305,6 +315,7 @@ def bench_routes(
             if route is None or abs(route.length - float(dist[j])) > 1e-6:
                 agree = False
         counts = places.map_counts(memory.store)
+        ann_rows = int(memory.store.vectors.stats()["ann_indexed_rows"])
     finally:
         memory.close()
     return RouteBench(
@@ -313,6 +324,8 @@ def bench_routes(
         connections=counts.connections,
         linked=counts.linked_observations,
         ingest_s=ingest_s,
+        compact_s=compact_s,
+        ann_rows=ann_rows,
         route_query_ms=timings["tool"],
         candidates_ms=timings["candidates"],
         cypher_ms=timings["cypher"],
