@@ -67,8 +67,11 @@ class MemoryConfig(BaseModel):
     """Old LanceDB versions older than this are deleted at compaction."""
     ann_index_min_rows: int = Field(50_000, gt=0)
     """Vector rows from which an ANN index (IVF_HNSW_SQ) is built for unfiltered search."""
-    ann_reindex_growth: float = Field(0.2, gt=0.0)
-    """Rebuild the ANN index when the table has grown by this fraction since the last build."""
+    ann_reindex_growth: float = Field(1.0, gt=0.0)
+    """Rebuild (retrain) the ANN index when the table has grown by more than this fraction since
+    the last build; rows added in between are folded into the index at each compaction. 1.0
+    (doubling) bounds the rows ever indexed to about twice the table's size (0.2 indexed 100k
+    rows 2.7 times over on the way there, in the writer's thread)."""
     # --- consolidation, LLM, maintenance ------------------------------------------------------
     llm_provider: Literal["none", "ollama"] = "none"
     """LLM built when no llm_client is passed: "none" uses the built-in fallbacks only."""

@@ -487,3 +487,34 @@ def test_exclusion_filter_returns_the_n_nearest_rows_it_admits(
     assert [h.id for h in hits] == [f"o{i}" for i in expected]
     keyword = store.keyword_search("battery level", 10, where)
     assert len(keyword) == 10 and all(int(h.id[1:]) >= 1000 for h in keyword)
+
+
+def test_rows_added_after_an_ann_build_are_folded_in_and_retraining_waits_for_doubling(
+    tmp_path: Path,
+) -> None:
+    """A compaction indexes new rows into the existing ANN index; the index is trained again
+    only once the table has more than doubled (ann_reindex_growth 1.0): at 0.2 a growing
+    table was retrained every 20%, in the writer's thread."""
+    rng = np.random.default_rng(5)
+    vectors = unit_vectors(rng, 2_600)
+    store = VectorStore(tmp_path / "v", DIM, ann_min_rows=1_000)
+    trainings: list[int] = []
+    create_index = store._table.create_index
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        trainings.append(store._table.count_rows())
+        return create_index(*args, **kwargs)
+
+    store._table.create_index = counted  # type: ignore[method-assign]
+    store.add([make_row(i, vectors[i]) for i in range(1_000)])
+    store.compact()
+    assert trainings == [1_000]
+    store.add([make_row(i, vectors[i]) for i in range(1_000, 1_900)])
+    store.compact()
+    assert trainings == [1_000]  # +90%: folded in, not retrained
+    assert store.stats()["ann_indexed_rows"] == 1_900
+    store.add([make_row(i, vectors[i]) for i in range(1_900, 2_600)])
+    store.compact()
+    assert trainings == [1_000, 2_600]
+    assert store.stats()["ann_indexed_rows"] == 2_600
+    assert store.search(vectors[2_500], 1)[0].id == make_row(2_500, vectors[2_500]).id

@@ -241,7 +241,7 @@ class VectorStore:
         compact_every: int = 50,
         cleanup_after: timedelta = timedelta(seconds=10),
         ann_min_rows: int = 50_000,
-        ann_reindex_growth: float = 0.2,
+        ann_reindex_growth: float = 1.0,
     ) -> None:
         self.path = path
         self.dim = dim
@@ -487,7 +487,8 @@ class VectorStore:
             return int(self._table.count_rows(predicate))
 
     def stats(self) -> dict[str, Any]:
-        """Rows, versions, fragments and bytes on disk (for stats and the compaction test)."""
+        """Rows, versions, fragments, bytes on disk, rows the ANN index covers and rows it was
+        last trained on (for stats and the compaction tests)."""
         with self._lock.reading():
             table_stats: Any = self._table.stats()
             versions = len(self._table.list_versions())
@@ -497,7 +498,8 @@ class VectorStore:
             "versions": versions,
             "fragments": int(table_stats["fragment_stats"]["num_fragments"]),
             "disk_bytes": disk,
-            "ann_indexed_rows": self._ann_rows,
+            "ann_indexed_rows": self._ann_indexed_rows(),
+            "ann_trained_rows": self._ann_rows,
         }
 
     # --- internals -----------------------------------------------------------------------------
@@ -541,7 +543,7 @@ class VectorStore:
                     self._table.create_scalar_index(column, index_type=kind)
             if ("text",) not in existing:
                 self._table.create_fts_index("text", replace=True)
-            grown = self._ann_rows and rows >= self._ann_rows * (1 + self.ann_reindex_growth)
+            grown = self._ann_rows and rows > self._ann_rows * (1 + self.ann_reindex_growth)
             if rows >= self.ann_min_rows and (not self._ann_rows or grown):
                 log.info("building the ANN index over %d vectors", rows)
                 self._table.create_index(metric="cosine", index_type="IVF_HNSW_SQ", replace=True)
