@@ -40,7 +40,14 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     import json
 
     from emem_graph.bench import run_bench, table, to_json
+    from emem_graph.bench.report import previous_run
 
+    previous = None
+    if args.scale_from:
+        try:
+            previous = previous_run(json.loads(Path(args.scale_from).read_text()))
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"emem-graph bench: --scale-from {args.scale_from}: {exc}") from exc
     result = run_bench(
         args.n,
         Path(args.out),
@@ -56,7 +63,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(to_json(result.setup, result.figures), indent=2))
     else:
-        print(table(result.setup, result.figures), end="")
+        print(table(result.setup, result.figures, previous), end="")
     return 0
 
 
@@ -466,6 +473,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["emem"],
         default=None,
         help="also drive eMEM (pip install 'emem==0.3.0') through the same workload",
+    )
+    bench.add_argument(
+        "--scale-from",
+        metavar="RUN.json",
+        help="the --json output of a smaller run: add each figure's ratio to it, and check "
+        "that p50 latencies grew at most 2x (issue 5: 1M against 100k)",
     )
     bench.add_argument("--json", action="store_true", help="print JSON instead of the table")
     bench.add_argument("--keep", action="store_true", help="keep the scratch databases")

@@ -12,7 +12,7 @@ import pytest
 
 from emem_graph.bench import TOOLS, patrol_workload
 from emem_graph.bench.compare import emem_version
-from emem_graph.bench.report import SECTIONS
+from emem_graph.bench.report import SECTIONS, Figure, previous_run, table
 from emem_graph.bench.workload import BODY_LAYER, LAYERS, PERIOD
 from emem_graph.cli import main
 
@@ -108,3 +108,47 @@ def test_compare_emem_gives_a_ratio_to_emem_for_every_figure(
     assert "ingest, with entity extraction" not in targets
     assert targets["ingest, no entity extraction"] == ">= 3x"
     assert targets["recall p50"] == "<= 0.05x"
+
+
+def test_scale_from_prints_each_figure_against_the_smaller_run_and_checks_p50_latencies() -> None:
+    setup = {
+        "n": 1_000_000,
+        "workload": "w",
+        "dim": 384,
+        "queries": 5,
+        "baselines": {"queries": "numpy"},
+        "extract_n": 20_000,
+    }
+    figures = [
+        Figure("tools", "semantic_search p50", "ms", 30.0, 5.0),
+        Figure("tools", "recall p50", "ms", 15.0, 5.0),
+        Figure("tools", "recall p95", "ms", 90.0, 5.0),
+        Figure("disk", "disk", "MB", 2_000.0, 1_500.0),
+    ]
+    smaller = {
+        "n": 100_000,
+        "sections": {
+            "tools": [
+                {"name": "semantic_search p50", "ours": 10.0},
+                {"name": "recall p50", "ours": 10.0},
+                {"name": "recall p95", "ours": 10.0},
+            ],
+            "disk": [{"name": "disk", "ours": 200.0}],
+        },
+    }
+    lines = table(setup, figures, previous_run(smaller)).splitlines()
+    assert "vs 100,000 = emem_graph here / emem_graph at 100,000 observations" in lines[3]
+    rows = {line.split("  ")[0].strip(): line.split() for line in lines if "  " in line}
+    assert rows["semantic_search p50"][-2:] == ["3.00x", "MISS"]
+    assert rows["recall p50"][-2:] == ["1.50x", "ok"]
+    assert rows["recall p95"][-1] == "9.00x"  # p95 and disk: shown, not judged
+    assert rows["disk"][-1] == "10.0x"
+    with pytest.raises(ValueError, match="emem-graph bench --json"):
+        previous_run({"n": 5})
+
+
+def test_scale_from_a_file_that_is_not_bench_json_is_a_clear_error(tmp_path: Path) -> None:
+    wrong = tmp_path / "run.json"
+    wrong.write_text('{"rows": []}')
+    with pytest.raises(SystemExit, match=r"--scale-from .*run\.json: not the JSON of"):
+        main(_bench(tmp_path, "--scale-from", str(wrong)))

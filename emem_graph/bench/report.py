@@ -77,8 +77,47 @@ def to_json(setup: dict[str, Any], figures: list[Figure]) -> dict[str, Any]:
     return {**setup, "sections": sections}
 
 
-def table(setup: dict[str, Any], figures: list[Figure]) -> str:
-    """The result for people: a header saying what was measured, then a table of figures."""
+SCALING_LIMIT = 2.0
+"""Issue 5: a tool's p50 latency at 1M observations at most 2x its latency at 100k."""
+
+
+def previous_run(data: dict[str, Any]) -> tuple[int, dict[str, float]]:
+    """From the JSON of an earlier run (``--json``): its N and our figure of each name.
+
+    Raises:
+        ValueError: not the JSON ``emem-graph bench --json`` prints.
+    """
+    try:
+        n = int(data["n"])
+        ours = {
+            row["name"]: float(row["ours"])
+            for rows in data["sections"].values()
+            for row in rows
+            if row.get("ours") is not None
+        }
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"not the JSON of 'emem-graph bench --json': {exc!r}") from exc
+    return n, ours
+
+
+def scaling(figure: Figure, previous: dict[str, float]) -> tuple[float | None, bool | None]:
+    """ours / ours of the earlier run, and whether a p50 latency kept within SCALING_LIMIT
+    (None for the other figures)."""
+    before = previous.get(figure.name)
+    if before is None:
+        return None, None
+    ratio = _ratio(figure.ours, before)
+    latency = figure.unit == "ms" and figure.name.endswith(" p50")
+    return ratio, (ratio <= SCALING_LIMIT) if latency else None
+
+
+def table(
+    setup: dict[str, Any],
+    figures: list[Figure],
+    previous: tuple[int, dict[str, float]] | None = None,
+) -> str:
+    """The result for people: a header saying what was measured, then a table of figures
+    (with ``previous``, from previous_run(), a column of ratios to that run's figures)."""
     compare = any(f.emem is not None for f in figures)
     lines = [
         f"emem-graph bench: {setup['n']:,} observations of a patrol ({setup['workload']}), "
@@ -87,12 +126,20 @@ def table(setup: dict[str, Any], figures: list[Figure]) -> str:
         f"'ingest, with entity extraction' is measured on the first {setup['extract_n']:,} "
         "observations",
         "ratio = emem_graph / baseline"
-        + (f"; vs eMEM = emem_graph / {setup['emem']}" if compare else ""),
+        + (f"; vs eMEM = emem_graph / {setup['emem']}" if compare else "")
+        + (
+            f"; vs {previous[0]:,} = emem_graph here / emem_graph at {previous[0]:,} observations"
+            f" (target: p50 latencies <= {SCALING_LIMIT:g}x)"
+            if previous
+            else ""
+        ),
         "",
     ]
     header = ["figure", "unit", "emem_graph", "baseline", "ratio"]
     if compare:
         header += ["eMEM", "vs eMEM", "target"]
+    if previous:
+        header += [f"vs {previous[0]:,}", "scaling"]
     rows = [header]
     for section in SECTIONS:
         chosen = [f for f in figures if f.section == section]
@@ -106,6 +153,12 @@ def table(setup: dict[str, Any], figures: list[Figure]) -> str:
                     _num(f.emem) if f.emem is not None else "-",
                     f"{_num(f.vs_emem)}x" if f.vs_emem is not None else "-",
                     _target_cell(f),
+                ]
+            if previous:
+                ratio, kept = scaling(f, previous[1])
+                row += [
+                    "-" if ratio is None else f"{_num(ratio)}x",
+                    "" if kept is None else ("ok" if kept else "MISS"),
                 ]
             rows.append(row)
     widths = [max(len(r[c]) for r in rows if len(r) > c) for c in range(len(header))]
