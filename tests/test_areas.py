@@ -306,3 +306,41 @@ def test_body_state_never_becomes_part_of_an_area(make_memory):
     memory.add_body_state("battery at 70%", "battery", x=1.0, y=1.0, timestamp=clock() + 9)
     memory.flush()
     assert memory.areas.update() is None
+
+
+class _LaundryLover:
+    """An LLM client that only chooses areas: always the one whose summary mentions laundry
+    things (no other method: summaries stay extractive)."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def choose_area(self, question: str, summaries: list[str]) -> int:
+        self.asked += 1
+        marks = ("washing machine", "tumble dryer", "ironing board", "drying rack")
+        for index, summary in enumerate(summaries):
+            if any(mark in summary.lower() for mark in marks):
+                return index
+        return 0
+
+
+def test_the_walk_follows_the_llm_choice_when_one_is_configured(
+    tmp_path, minilm, small_scene, scene_vectors
+):
+    from emem_graph import MemoryConfig, SpatioTemporalMemory
+
+    results = {}
+    for name, client in (("similarity", None), ("llm", _LaundryLover())):
+        config = MemoryConfig(
+            db_path=str(tmp_path / name), flush_batch_size=200, maintenance_interval=None
+        )
+        with SpatioTemporalMemory(
+            config=config, embedding_provider=minilm, llm_client=client
+        ) as memory:
+            regions = remember_scene(memory, small_scene, scene_vectors)
+            memory.global_search("where can I take a nap?", n_results=1, n_walks=1)
+            walk = memory.areas.last_walk
+            results[name] = regions[walk.chains[0].leaf.id], walk.chosen_by_llm
+            assert client is None or client.asked >= 1
+    assert results["similarity"] == ("bedroom", 0)
+    assert results["llm"][0] == "laundry room" and results["llm"][1] >= 1

@@ -121,3 +121,16 @@ def test_an_unreachable_server_raises_backend_unavailable() -> None:
     client = OllamaLLM("llama3.2", host=unreachable_url(), timeout=1.0, retries=1, backoff=0.01)
     with pytest.raises(BackendUnavailableError, match="did not answer"):
         client.summarize(["a kitchen"])
+
+
+def test_the_area_choice_is_the_number_the_model_answers(fake_ollama: FakeOllamaServer) -> None:
+    client = llm(fake_ollama, retries=0)
+    fake_ollama.reply = "<think>the kitchen has a coffee machine</think>\nArea 2."
+    areas = ["A desk with a printer.", "A coffee machine on the counter."]
+    assert client.choose_area("where can I get coffee?", areas) == 1
+    prompt = fake_ollama.bodies[-1][1]["messages"][-1]["content"]
+    assert "Question: where can I get coffee?" in prompt and "2. A coffee machine" in prompt
+    for answer in ("I cannot tell.", "3"):
+        fake_ollama.reply = answer
+        with pytest.raises(BackendUnavailableError, match="chose no area"):
+            client.choose_area("where can I get coffee?", areas)

@@ -9,6 +9,7 @@ was first built) are found on the first update after opening.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import threading
@@ -82,7 +83,9 @@ class AreaMemory:
         host: the memory facade (flush, embed, config, consolidation's LLM guard).
         store: its store.
         clock: its clock (created_at of area gists).
-        guard: the guarded LLM used for summaries (None: extractive summaries only).
+        guard: the guarded LLM used for summaries and, when its client has
+            ``choose_area``, for the walk's choice of a child at each level (None: extractive
+            summaries and similarity only).
     """
 
     def __init__(
@@ -99,6 +102,7 @@ class AreaMemory:
         self._store = store
         self.thresholds = thresholds_of(host.config)
         self.texts = AreaTexts(guard, host.embed)
+        self._guard = guard
         self._builder = ForestBuilder(store, host.embed, self.texts, self.thresholds, clock)
         self._lock = threading.RLock()
         self._pending: dict[str, Leaf] = {}
@@ -219,7 +223,11 @@ class AreaMemory:
 
     def search(self, query: str, n_walks: int = 3, *, with_leaves: bool = True) -> WalkResult:
         """Walk the forest for ``query`` (see walk.walk); the forest must be up to date."""
-        with self._lock:
+        guard = self._guard
+        asks_llm = guard is not None and guard.enabled
+        # One job per walk: an LLM failure switches the rest of this walk to similarity.
+        job = guard.job() if guard is not None and asks_llm else contextlib.nullcontext()
+        with self._lock, job:
             vector = np.asarray(self._host.embed([query])[0], dtype=np.float32)
             result = walk(
                 self._forest,
@@ -228,9 +236,19 @@ class AreaMemory:
                 n_walks=n_walks,
                 leaf_search=self._leaf_search if with_leaves else None,
                 question=query,
+                chooser=self._choose if asks_llm else None,
             )
         self.last_walk = result
         return result
+
+    def _choose(self, question: str, children: list[Area]) -> int | None:
+        """The LLM's pick among ``children`` (its client's optional ``choose_area``), or None:
+        no such method, a failure earlier in this walk, or an answer that is not an index."""
+        assert self._guard is not None
+        answer = self._guard.call("choose_area", question, [c.text for c in children])
+        if isinstance(answer, int) and not isinstance(answer, bool):
+            return answer
+        return None
 
     def _probes(self, area: Area) -> np.ndarray:
         probes = self._probe_cache.get(area.id)

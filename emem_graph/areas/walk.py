@@ -80,7 +80,8 @@ def walk(
         leaf_search: best leaves of a level-1 area for the question (None: areas only).
         question: the question's text (for ``chooser``).
         chooser: optional LLM choice of the best child among an area's children (index or
-            None); its pick is walked in place of the beam's lowest-ranked branch.
+            None); its pick leads that walk, the other children stay candidates for the
+            walks left.
     """
     started = time.perf_counter()
     unit = query / max(float(np.linalg.norm(query)), 1e-12)

@@ -176,6 +176,13 @@ EXTRACT_PROMPT = (
     "names (a noun with at most two modifiers).\n\n{texts}"
 )
 
+CHOOSE_AREA_PROMPT = (
+    "A robot remembers these areas, each described by what it saw there. Which area is the "
+    "most likely to answer the question? Answer only the area's number.\n\nQuestion: "
+    "{question}\n\nAreas:\n{areas}"
+)
+_NUMBER = re.compile(r"\d+")
+
 
 def numbered(texts: Sequence[str]) -> str:
     """Texts as a numbered list, 1-based."""
@@ -240,6 +247,17 @@ class OllamaLLM:
         """Entities of the texts with the index of the text each came from (JSON output)."""
         answer = self._chat(EXTRACT_PROMPT.format(texts=numbered(texts)), json_schema=True)
         return parse_entities_json(answer, len(texts))
+
+    def choose_area(self, question: str, summaries: list[str]) -> int:
+        """The 0-based index of the area summary most likely to answer ``question`` (the area
+        walk's choice of a child; optional for other clients: without it the walk ranks by
+        similarity)."""
+        prompt = CHOOSE_AREA_PROMPT.format(question=question, areas=numbered(summaries))
+        answer = strip_thinking(self._chat(prompt))
+        match = _NUMBER.search(answer)
+        if match is None or not 1 <= int(match.group()) <= len(summaries):
+            raise MalformedAnswerError(f"Ollama model {self.model!r} chose no area: {answer!r}")
+        return int(match.group()) - 1
 
     def _text(self, answer: str) -> str:
         text = " ".join(strip_thinking(answer).split())
