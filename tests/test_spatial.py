@@ -387,6 +387,20 @@ def test_places_command_counts_and_rebuilds_the_map(
     assert capsys.readouterr().out == shown
 
 
+def test_the_named_route_query_runs_from_the_explore_surface_past_30_hops(tmp_path: Path) -> None:
+    from emem_graph.explore.cypher import run_named_query
+
+    with _memory(tmp_path / "m") as memory:
+        _walk(memory, [(float(x), 0.0) for x in range(0, 81, 2)], "corridor", 0.0)
+        start, goal = _ends(memory, (0, 0), (80, 0))
+        route = places.shortest_route(memory.store.graph, start, goal)
+        assert route is not None and len(route.place_ids) > 31  # Kuzu's default limit: 30 hops
+    result = run_named_query(tmp_path / "m", "spatial_route", {"start": start, "goal": goal})
+    assert len(result.rows) == 1
+    assert result.rows[0][0] == pytest.approx(route.length)
+    assert list(result.rows[0][1]) == route.place_ids
+
+
 def test_geometry_projection_sides_and_sectors() -> None:
     xs, ys = [0.0, 10.0, 10.0], [0.0, 0.0, 10.0]  # east, then north
     assert project(xs, ys, 5.0, 1.0).along == pytest.approx(5.0)

@@ -130,6 +130,7 @@ def query_graph(
     *,
     limit: int = DEFAULT_LIMIT,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_path_depth: int | None = None,
 ) -> CypherResult:
     """Run one read-only statement on a graph from open_graph().
 
@@ -139,6 +140,7 @@ def query_graph(
         params: a value for each ``$parameter`` of the statement, and no others.
         limit: the most rows to return; the result says when there were more.
         timeout_s: stop the statement after this many seconds.
+        max_path_depth: the most hops a variable-length path may take (Kuzu's default: 30).
 
     Returns:
         The columns and rows.
@@ -164,7 +166,9 @@ def query_graph(
     _refuse_side_effects(code)
     given = dict(params or {})
     _check_params(parameters_of(cypher), given)
-    return graph.run_statement(cypher, given, limit=limit, timeout_s=timeout_s)
+    return graph.run_statement(
+        cypher, given, limit=limit, timeout_s=timeout_s, max_path_depth=max_path_depth
+    )
 
 
 def run_cypher(
@@ -211,7 +215,31 @@ def run_named_query(
         ReadOnlyQueryError: the query writes (queries/ also holds the store's write queries).
     """
     query = named_query(name)
-    return run_cypher(directory, query.cypher, params, limit=limit, timeout_s=timeout_s)
+    with open_graph(directory) as graph:
+        return query_graph(
+            graph,
+            query.cypher,
+            params,
+            limit=limit,
+            timeout_s=timeout_s,
+            max_path_depth=_path_depth(query.cypher),
+        )
+
+
+_PATH_BOUND = re.compile(r"\*[^\]]*?\.\.\s*(\d+)\s*\]")
+
+
+def _path_depth(cypher: str) -> int | None:
+    """The deepest variable-length path bound written in a named query (``*... 1..100000]``),
+    when it passes Kuzu's default of 30 hops: the store raises the limit on its connection
+    before such a query (spatial_path_depth), and so must the explore surface."""
+    bounds = [int(bound) for bound in _PATH_BOUND.findall(cypher_code(cypher))]
+    deepest = max(bounds, default=0)
+    return deepest if deepest > KUZU_PATH_DEPTH else None
+
+
+KUZU_PATH_DEPTH = 30
+"""Kuzu's default limit on the hops of a variable-length path."""
 
 
 # --- named queries ---------------------------------------------------------------------------

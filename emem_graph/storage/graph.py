@@ -339,6 +339,7 @@ class GraphDB:
         *,
         limit: int,
         timeout_s: float,
+        max_path_depth: int | None = None,
     ) -> CypherResult:
         """Run one Cypher statement typed by a developer (the explore surface, the ROS bridge's
         Query service) so that it cannot change the memory.
@@ -355,6 +356,8 @@ class GraphDB:
             params: values of its ``$parameters``.
             limit: the most rows to keep (>= 1).
             timeout_s: stop the statement after this many seconds.
+            max_path_depth: raise the connection's limit on variable-length path hops (Kuzu's
+                default 30) to this, for statements whose paths go deeper (the route queries).
 
         Returns:
             The columns, the rows and whether rows were left out.
@@ -370,6 +373,8 @@ class GraphDB:
         connection = kuzu.Connection(self._db)
         try:
             connection.set_query_timeout(max(1, round(timeout_s * 1000)))
+            if max_path_depth is not None:
+                connection.execute(f"CALL var_length_extend_max_depth={int(max_path_depth)}")
             if not self.read_only:
                 connection.execute("BEGIN TRANSACTION READ ONLY")
             try:
