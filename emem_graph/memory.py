@@ -154,6 +154,14 @@ class SpatioTemporalMemory:
         """Make everything added so far durable (eMEM's save())."""
         self.flush()
 
+    def catch_up(self) -> None:
+        """Flush, then bring what the capabilities derive from the memory up to date (the
+        places' entity links, the area forest): the upkeep a tool of theirs does before it
+        answers, done now (after a bulk load, before a robot starts asking)."""
+        self.flush()
+        for capability in self._capabilities:
+            capability.flush_before_tool()
+
     def close(self) -> None:
         """Flush, finish queued consolidation (with the built-in fallbacks: closing never
         waits on an LLM), stop the background threads and close the stores (idempotent)."""

@@ -198,6 +198,10 @@ def strings_in(value: Any) -> list[str]:
 def test_tools_survive_hostile_arguments_and_change_nothing(
     memory: SpatioTemporalMemory, recorder: CypherRecorder, scale, summary
 ) -> None:
+    # The capabilities' upkeep (entities linked to places, the area forest built) runs at the
+    # first tool call after a write, whatever its arguments: done first, so that what is
+    # counted is what hostile calls could change.
+    memory.catch_up()
     before = graph_counts(memory)
     tried = {"dict": 0, "json": 0, "errors": 0}
 
