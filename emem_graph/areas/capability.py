@@ -337,6 +337,9 @@ class AreaMemory:
             lines.append(line)
         return header + "\n" + _numbered(lines)
 
+    def _forest_leaves(self) -> int:
+        return len(self._forest.leaf_parent)
+
     @tool_method
     def global_search(self, query: str, n_results: int = 3, n_walks: int = 3) -> str:
         """Tree walk for an implicit or global question: chains leaf -> root, best first."""
@@ -348,8 +351,8 @@ class AreaMemory:
             return f"No memories found for: {query}"
         header = (
             f"Global search for '{query}': {len(chains)} chain{'s' if len(chains) != 1 else ''}"
-            f" (memory -> site; the walk compared {result.visited} of "
-            f"{len(self._forest.areas)} areas and their memories):"
+            f" (memory -> site; the walk scored {result.visited} nodes, areas and memories, "
+            f"of {len(self._forest.areas)} areas over {self._forest_leaves()} memories):"
         )
         return header + "\n" + _numbered([format_walk_chain(c) for c in chains])
 
