@@ -51,6 +51,14 @@ def test_add_object_semantics_links_the_alias_to_its_objects(make_memory):
         ("blue plates", "instance"),
         ("white bowls", "category"),
     ]
+    # The objects read back in the order they were given, also after later writes.
+    memory.profile.add_user_pattern(
+        "Alice", "my tea time", ["fill the kettle", "bring the tray to the balcony"]
+    )
+    assert memory.user_profile("set the table with my dinnerware set", user="alice", k=1) == (
+        "1. [object] my dinnerware set (Alice): blue plates — not located yet; white bowls "
+        "(any of that kind) — not located yet."
+    )
 
 
 def test_a_later_instruction_updates_the_routine_in_place_with_the_new_steps_in_order(
@@ -111,7 +119,7 @@ def test_structured_steps_keep_their_argument_order(make_memory):
     assert [r["name"] for r in rows] == ["teapot", "cup", "tray"]
     assert _steps(memory, "bob", "my tea time") == [
         "fill kettle",
-        "place teapot cup to tray",
+        "place teapot and cup on tray",
         "bring tray to the balcony",
     ]
 
@@ -161,7 +169,12 @@ def test_each_user_has_their_own_knowledge_and_nodes(make_memory):
     assert _count(memory, "MATCH (o:ProfileObject {name: 'yellow cup'}) RETURN count(o) AS n") == 2
     memory.profile.add_object_semantics("Alice", "my favorite cup", ["white teacup"])
     assert "green mug" in memory.user_profile("my favorite cup", user="Bob", k=1)
-    assert memory.user_profile("my cup", user="Dave") == "No profile knowledge found for Dave."
+    assert memory.user_profile("my cup", user="Dave") == (
+        "No profile knowledge found for Dave: no user of that name (users: Alice, Bob)."
+    )
+    assert memory.user_profile("where are my skis", user="Bob") == (
+        "No profile knowledge found for Bob."
+    )
 
 
 # --- retrieval -----------------------------------------------------------------------------------
@@ -348,6 +361,9 @@ def test_bad_input_is_refused_and_writes_nothing(make_memory):
     with pytest.raises(InvalidInputError):
         memory.profile.update_from_instruction("what a nice day", "Al")
     assert memory.dispatch_tool_call("user_profile", {"query": " "}).startswith("Error:")
+    assert memory.dispatch_tool_call("user_profile", {"query": "cup", "user": " "}).startswith(
+        "Error: user_profile: argument 'user'"
+    )
     assert (
         _count(memory, "MATCH (n) WHERE label(n) IN ['User', 'Knowledge'] RETURN count(n) AS n")
         == 0

@@ -320,10 +320,16 @@ class UserProfile:
         or routine), search that part of the profile first, and describe each hit in one line
         (routine steps in BEFORE order, objects with their grounded positions)."""
         hits = self.search(query, user, k)
-        if not hits:
-            who = f" for {user}" if user else ""
-            return f"No profile knowledge found{who}."
-        return "\n".join(f"{i}. {hit.description}" for i, hit in enumerate(hits, start=1))
+        if hits:
+            return "\n".join(f"{i}. {hit.description}" for i, hit in enumerate(hits, start=1))
+        if user is None:
+            return "No profile knowledge found."
+        with self._lock:
+            users = self._read().users
+        if user_key(user) in users:
+            return f"No profile knowledge found for {user}."
+        known = ", ".join(sorted(users.values())) or "none yet"
+        return f"No profile knowledge found for {user}: no user of that name (users: {known})."
 
     def resolve_concept(self, concept: str) -> str | None:
         """What a personal expression in a locate/recall concept stands for: "my favorite cup"

@@ -95,6 +95,10 @@ class Argument(BaseModel):
     spec: ObjectSpec | LocationSpec
 
 
+_PUT_ACTIONS = frozenset(["put", "place", "set", "lay", "leave", "hang", "stack"])
+"""Actions whose place, given without its own expression, reads "on the X" rather than "to"."""
+
+
 class StepSpec(BaseModel):
     """One step of a routine: an action ("move") and its ordered arguments.
 
@@ -131,15 +135,20 @@ class StepSpec(BaseModel):
 
     @property
     def text(self) -> str:
-        """The step as a short phrase: "move candle to table"."""
+        """The step as a short phrase: "move candle to table", "place teapot and cup on tray"."""
         parts = [self.action]
+        previous = ""
         for argument in self.arguments:
             if argument.kind == "object":
+                if previous == "object":
+                    parts.append("and")
                 parts.append(argument.spec.name)
             else:
                 location = argument.spec
                 assert isinstance(location, LocationSpec)
-                parts.append(location.expression or f"to {location.name}")
+                preposition = "on" if self.action in _PUT_ACTIONS else "to"
+                parts.append(location.expression or f"{preposition} {location.name}")
+            previous = argument.kind
         return " ".join(parts)
 
 

@@ -21,6 +21,8 @@ PROFILE_SCHEMAS = {
             "query": required_text("The user's request or the personal expression."),
             "user": {
                 "type": "string",
+                "minLength": 1,
+                "pattern": r"\S",
                 "description": "Whose profile to search (the user's name); omit for every user.",
             },
             "k": {
