@@ -547,11 +547,13 @@ class SpatioTemporalMemory:
         spatial_radius: float | None = None,
         episode_id: str | None = None,
         include_body_state: bool = False,
+        scope: str = "local",
     ) -> str:
-        """Hybrid (vector + keyword) search over observations, gists and entities."""
+        """Hybrid (vector + keyword) search over observations, gists and entities
+        (scope="global": the walk down the area hierarchy, as global_search)."""
         return self.tools.semantic_search(
             query, n_results, layer, time_after, time_before, near_x, near_y, spatial_radius,
-            episode_id, include_body_state,
+            episode_id, include_body_state, scope,
         )  # fmt: skip
 
     def spatial_query(
@@ -645,9 +647,11 @@ class SpatioTemporalMemory:
         n_results: int = 10,
         radius_multiplier: float = 1.5,
         include_body_state: bool = False,
+        scope: str = "local",
     ) -> str:
-        """Observations, summaries and entities around where a query is located."""
-        return self.tools.recall(query, n_results, radius_multiplier, include_body_state)
+        """Observations, summaries and entities around where a query is located
+        (scope="global": the walk down the area hierarchy, as global_search)."""
+        return self.tools.recall(query, n_results, radius_multiplier, include_body_state, scope)
 
     def body_status(self, layers: list[str] | None = None) -> str:
         """The latest body-state reading per layer."""

@@ -344,3 +344,28 @@ def test_the_walk_follows_the_llm_choice_when_one_is_configured(
             assert client is None or client.asked >= 1
     assert results["similarity"] == ("bedroom", 0)
     assert results["llm"][0] == "laundry room" and results["llm"][1] >= 1
+
+
+def test_semantic_search_and_recall_have_a_global_scope_that_walks_the_areas(scene_memory):
+    memory, _ = scene_memory
+    question = "where can I get coffee?"
+    walked = memory.global_search(question, n_results=3)
+    assert walked.startswith("Global search for")
+    assert memory.semantic_search(question, scope="global") == walked
+    assert memory.recall(question, scope="global") == walked
+    assert memory.semantic_search(question, n_results=1, scope="global") == (
+        memory.global_search(question, n_results=1)
+    )
+    # JSON tool calls reach it too; the local scope is unchanged and is the default.
+    assert (
+        memory.dispatch_tool_call("semantic_search", {"query": question, "scope": "global"})
+        == walked
+    )
+    assert memory.semantic_search(question) == memory.semantic_search(question, scope="local")
+    assert not memory.semantic_search(question).startswith("Global search")
+    refused = memory.dispatch_tool_call(
+        "semantic_search", {"query": question, "scope": "global", "layer": "captions"}
+    )
+    assert refused.startswith("Error:") and "takes no filters (got layer)" in refused
+    bad = memory.dispatch_tool_call("recall", {"query": question, "scope": "everywhere"})
+    assert bad.startswith("Error:") and "scope" in bad

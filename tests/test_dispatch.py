@@ -28,9 +28,17 @@ TEN_TOOLS = [
 ]
 
 
+CAPABILITY_TOOLS = {  # issues 8-10: attached after the ten
+    "route_query", "directional_query", "navigate_to", "describe_area", "global_search",
+    "user_profile",
+}  # fmt: skip
+
+
 def test_definitions_are_the_ten_tools_in_openai_form(house):
     definitions = house.memory.get_tool_definitions()
-    assert [d["function"]["name"] for d in definitions] == TEN_TOOLS
+    names = [d["function"]["name"] for d in definitions]
+    assert names[:10] == TEN_TOOLS and set(names[10:]) == CAPABILITY_TOOLS
+    assert len(names) == len(set(names))
     for definition in definitions:
         assert definition["type"] == "function"
         function = definition["function"]
@@ -40,7 +48,7 @@ def test_definitions_are_the_ten_tools_in_openai_form(house):
         assert set(function["parameters"]["required"]) <= set(function["parameters"]["properties"])
     json.dumps(definitions)  # plain JSON
     with_actions = house.memory.get_tool_definitions(include_actions=True)
-    assert [d["function"]["name"] for d in with_actions] == TEN_TOOLS + list(ACTION_SCHEMAS)
+    assert [d["function"]["name"] for d in with_actions] == names + list(ACTION_SCHEMAS)
 
 
 def test_definitions_are_copies(house):
@@ -49,7 +57,8 @@ def test_definitions_are_copies(house):
 
 
 def test_api_parameters_and_defaults_match_the_schema():
-    """API.md's table, plus include_body_state on the perception tools."""
+    """API.md's table, plus include_body_state on the perception tools and scope (the area
+    walk, issue 9) on semantic_search and recall."""
     expected = {
         "semantic_search": {"query": None, "n_results": 10, "layer": None, "time_after": None,
                             "time_before": None, "near_x": None, "near_y": None,
@@ -74,7 +83,12 @@ def test_api_parameters_and_defaults_match_the_schema():
         for name, default in parameters.items():
             assert properties[name].get("default") == default, (tool, name)
         extra = set(properties) - set(parameters)
-        assert extra <= {"include_body_state"}, (tool, extra)
+        assert extra <= {"include_body_state", "scope"}, (tool, extra)
+        if "scope" in extra:
+            assert properties["scope"]["enum"] == ["local", "global"], tool
+            assert properties["scope"]["default"] == "local", tool
+    assert {t for t, s in TOOL_SCHEMAS.items() if "scope" in s["parameters"]["properties"]} == {
+        "semantic_search", "recall"}  # fmt: skip
     perception = {"semantic_search", "spatial_query", "temporal_query", "locate", "recall"}
     assert {t for t, s in TOOL_SCHEMAS.items() if "include_body_state" in s["parameters"][
         "properties"]} == perception  # fmt: skip
@@ -97,8 +111,9 @@ def test_facade_signatures_follow_the_schema(tool):
 
 def test_registration_pairs_callables_with_definitions(house):
     pairs = house.memory.get_tools_for_registration()
-    assert [d["function"]["name"] for _, d in pairs] == TEN_TOOLS
-    call, definition = pairs[-1]
+    names = [d["function"]["name"] for _, d in pairs]
+    assert names[:10] == TEN_TOOLS and set(names[10:]) == CAPABILITY_TOOLS
+    call, definition = pairs[9]
     assert definition["function"]["name"] == "body_status"
     assert call().startswith("Body Status:")
 

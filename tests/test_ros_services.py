@@ -208,7 +208,7 @@ def test_a_hash_inside_a_quoted_default_is_not_a_comment() -> None:
 def test_sentinels_mean_not_given() -> None:
     assert request_to_arguments(
         "SemanticSearch", default_request("SemanticSearch", query="cup", near_x=3.0)
-    ) == ("semantic_search", {"query": "cup", "n_results": 10})
+    ) == ("semantic_search", {"query": "cup", "n_results": 10, "scope": "local"})
     assert request_to_arguments(
         "TemporalQuery", default_request("TemporalQuery", use_near=True, near_x=1.0)
     ) == (

@@ -19,11 +19,11 @@ AREA_SCHEMAS: dict[str, dict[str, Any]] = {
     "describe_area": tool_schema(
         "describe_area",
         "Describe areas of the remembered world at several scales (room, building, site), each "
-        "with its summary and extent. Give a concept to find the area it belongs to ('somewhere "
-        "to eat', 'printing'), a point (near_x, near_y, optionally spatial_radius) for the areas "
-        "around it, or nothing for an overview of the whole memory ('what is this place "
-        "like?'). Do NOT use for a single object's position (use locate) or for events in time "
-        "(use temporal_query).",
+        "with its summary and extent. Use it with a concept to find the area it belongs to "
+        "('somewhere to eat', 'printing'), with a point (near_x, near_y, optionally "
+        "spatial_radius) for the areas around it, or with nothing for an overview of the "
+        "whole memory ('what is this place like?'). Do NOT use for a single object's "
+        "position (use locate) or for events in time (use temporal_query).",
         {
             "concept": {
                 "type": "string",

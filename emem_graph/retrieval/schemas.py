@@ -49,6 +49,19 @@ _BODY = {
 }
 
 
+_SCOPE = {
+    "type": "string",
+    "enum": ["local", "global"],
+    "default": "local",
+    "description": "'global' answers an implicit or global question ('where can I get a "
+    "coffee?', 'what is this place like?') by walking the area hierarchy, as global_search "
+    "does (at most 3 chains, no filters); 'local' (default) searches memories directly.",
+}
+
+GLOBAL_CHAINS = 3
+"""Chains a tool's global scope returns at most (more retrieved context makes planners worse)."""
+
+
 def _time(what: str) -> dict[str, Any]:
     return {"type": ["string", "number"], "description": f"{what} {_TIME_FORMS}"}
 
@@ -89,6 +102,7 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
                 "description": "Only memories of this episode (an id from start_episode).",
             },
             "include_body_state": _BODY,
+            "scope": _SCOPE,
         },
         ["query"],
     ),
@@ -272,6 +286,7 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
                 "description": "Multiplier on the located radius for gathering (at least 2 m).",
             },
             "include_body_state": _BODY,
+            "scope": _SCOPE,
         },
         ["query"],
     ),

@@ -8,7 +8,7 @@ left out of the perception tools unless ``include_body_state`` is set.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -29,7 +29,7 @@ from emem_graph.retrieval.formatting import (
 )
 from emem_graph.retrieval.graph_reads import Circle
 from emem_graph.retrieval.locate import estimate_location
-from emem_graph.retrieval.schemas import ALL_SCHEMAS, tool_definitions
+from emem_graph.retrieval.schemas import ALL_SCHEMAS, GLOBAL_CHAINS, tool_definitions
 from emem_graph.retrieval.search import HybridSearch, split_request
 from emem_graph.retrieval.timeparse import parse_optional_time
 from emem_graph.storage.vectors import VectorFilter
@@ -126,9 +126,17 @@ class RetrievalTools:
         spatial_radius: float | None = None,
         episode_id: str | None = None,
         include_body_state: bool = False,
+        scope: str = "local",
     ) -> str:
         """Hybrid search over observations, gists and entities; multi-part requests are
-        searched part by part. All filters are prefilters."""
+        searched part by part. All filters are prefilters. scope="global": the area walk."""
+        if scope == "global":
+            filters = {
+                "layer": layer, "time_after": time_after, "time_before": time_before,
+                "near_x": near_x, "near_y": near_y, "spatial_radius": spatial_radius,
+                "episode_id": episode_id, "include_body_state": include_body_state or None,
+            }  # fmt: skip
+            return self._global("semantic_search", query, n_results, filters)
         now = self._clock()
         where = _filter(
             layer=layer,
@@ -362,10 +370,14 @@ class RetrievalTools:
         n_results: int = 10,
         radius_multiplier: float = 1.5,
         include_body_state: bool = False,
+        scope: str = "local",
     ) -> str:
         """Everything around the place a query is located at (each part of a multi-part
         query separately): observations, the gists that summarize them or lie there, and the
-        entities seen in them or placed there."""
+        entities seen in them or placed there. scope="global": the area walk."""
+        if scope == "global":
+            filters = {"include_body_state": include_body_state or None}
+            return self._global("recall", query, n_results, filters)
         parts = split_request(query)
         where = _filter(include_body_state=include_body_state)
         vectors = self._search.embed([self._resolved(part) for part in parts])
@@ -448,6 +460,20 @@ class RetrievalTools:
         resolver = getattr(owner, "resolve_concept", None)
         if callable(resolver) and resolver not in self._resolvers:
             self._resolvers.append(resolver)
+
+    def _global(self, tool: str, query: str, n_results: int, filters: Mapping[str, object]) -> str:
+        """A core tool's global scope: the attached global_search (area memory, issue 9)."""
+        given = sorted(name for name, value in filters.items() if value is not None)
+        if given:
+            raise InvalidInputError(
+                f"{tool}: scope 'global' walks the whole area hierarchy and takes no filters "
+                f"(got {', '.join(given)})"
+            )
+        walk = self._attached.get("global_search")
+        if walk is None:
+            raise InvalidInputError(f"{tool}: scope 'global' needs the area memory")
+        chains = min(n_results, GLOBAL_CHAINS)
+        return walk(query, n_results=chains, n_walks=max(chains, 3))
 
     def tool(self, name: str) -> Callable[..., str]:
         """The callable behind tool ``name`` (a core tool, an action or an attached tool).
