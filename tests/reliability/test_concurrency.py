@@ -115,6 +115,17 @@ def tool_arguments(rng: random.Random, tool: str) -> dict[str, Any]:
         "locate": {"concept": rng.choice(WORDS)},
         "recall": {"query": rng.choice(WORDS), "n_results": 5},
         "body_status": {},
+        # the capabilities' tools (issues 8-10), under the same load
+        "route_query": {"target": rng.choice(WORDS), "goal": f"{x:.1f}, {y:.1f}"},
+        "directional_query": {
+            "target": rng.choice(WORDS),
+            "anchor": rng.choice(PLACES),
+            "direction": rng.choice(["north", "east", "southwest"]),
+        },
+        "navigate_to": {"concept": rng.choice(WORDS)},
+        "describe_area": rng.choice([{}, {"concept": rng.choice(WORDS)}]),
+        "global_search": {"query": rng.choice(WORDS), "n_results": 2},
+        "user_profile": {"query": f"bring me my {rng.choice(WORDS)}"},
     }[tool]
 
 
