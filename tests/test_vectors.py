@@ -518,3 +518,30 @@ def test_rows_added_after_an_ann_build_are_folded_in_and_retraining_waits_for_do
     assert trainings == [1_000, 2_600]
     assert store.stats()["ann_indexed_rows"] == 2_600
     assert store.search(vectors[2_500], 1)[0].id == make_row(2_500, vectors[2_500]).id
+
+
+def test_the_writers_compaction_builds_the_ann_index_on_a_thread_while_appends_go_on(
+    tmp_path: Path,
+) -> None:
+    """A due ANN build started by the writer's periodic compaction runs on its own thread:
+    appends, deletes and searches go on meanwhile (rows it does not cover are searched
+    exactly), compactions wait for it, and the index is there once it is done."""
+    rng = np.random.default_rng(8)
+    vectors = unit_vectors(rng, 6_000)
+    store = VectorStore(tmp_path / "v", DIM, compact_every=1, ann_min_rows=2_000)
+    store.add([make_row(i, vectors[i]) for i in range(2_000)])  # compaction: build starts
+    started = store.training
+    for start in range(2_000, 6_000, 250):
+        store.add([make_row(i, vectors[i]) for i in range(start, start + 250)])
+        assert store.search(vectors[start + 7], 1)[0].id == make_row(start + 7, vectors[0]).id
+    store.delete([make_row(5, vectors[5]).id])
+    assert store.wait_for_index(timeout=300)
+    assert started, "the build ran inline in the writer"
+    trained = store.stats()["ann_trained_rows"]
+    assert trained == 2_000 or trained > 4_000  # a second build once the table had doubled
+    store.compact()  # inline: folds the rest in (or retrains, past doubling)
+    assert not store.training
+    assert store.stats()["ann_indexed_rows"] >= 5_999
+    assert store.count() == 5_999
+    assert store.search(vectors[4_321], 1)[0].id == make_row(4_321, vectors[0]).id
+    store.close()

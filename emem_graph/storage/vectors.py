@@ -251,6 +251,7 @@ class VectorStore:
         self.ann_reindex_growth = ann_reindex_growth
         self._lock = _ReadWriteLock()
         self._compact_lock = threading.Lock()
+        self._training: threading.Thread | None = None
         self._commits_since_compaction = 0
         self._compacted_at = time.monotonic()
         try:
@@ -302,14 +303,25 @@ class VectorStore:
                 )
             )
 
-    def compact(self) -> None:
+    def compact(self, *, background: bool = False) -> None:
         """Merge fragments, index new rows, and delete versions older than cleanup_after or
-        than the previous compaction, whichever is more recent."""
+        than the previous compaction, whichever is more recent.
+
+        An ANN (re)training that is due (ann_min_rows reached, or the table more than grown by
+        ann_reindex_growth since the last one) runs inline, after any training already running
+        has finished; with ``background`` (the writer's periodic compaction) it runs on its own
+        thread instead (a build takes ~40 s at 100k rows, ~7 min at 1M: the writer must not
+        wait), and compactions are skipped until it has committed: merging fragments and
+        deleting versions would pull files from under it. Appends go on meanwhile; rows the
+        index does not cover are searched exactly.
+        """
+        if background and self.training:
+            return
+        self.wait_for_index()
         with self._compact_lock:
-            # Building an index only adds files and a version, so searches go on meanwhile (an
-            # ANN build takes ~4 s at 10k rows, ~41 s at 100k, ~7 min at 1M); only optimize(),
-            # whose cleanup deletes the files of old versions, must not overlap a search.
-            self._ensure_indexes()
+            self._ensure_indexes(background)
+            if self.training:
+                return
             # Every compaction rewrites the merged rows: a robot flushing many times a second
             # compacts several times within cleanup_after, and each kept version held a copy
             # (10,000 back-to-back flushes: 11x the disk of a bulk load while open). Versions
@@ -324,6 +336,20 @@ class VectorStore:
                 self._commits_since_compaction = 0
                 self._compacted_at = now
 
+    @property
+    def training(self) -> bool:
+        """Whether an ANN index is being built on the background thread."""
+        thread = self._training
+        return thread is not None and thread.is_alive()
+
+    def wait_for_index(self, timeout: float | None = None) -> bool:
+        """Wait for a background ANN build to finish; False if it still runs after timeout."""
+        thread = self._training
+        if thread is None:
+            return True
+        thread.join(timeout)
+        return not thread.is_alive()
+
     def close(self) -> None:
         """Delete every old version before the memory closes.
 
@@ -334,6 +360,9 @@ class VectorStore:
         is its only user: the graph's lock keeps other processes out), so nothing older than
         the latest version is needed.
         """
+        if self.training:
+            log.info("waiting for the ANN index build to finish before closing")
+        self.wait_for_index()
         with self._compact_lock, self._lock.exclusive():
             if len(self._table.list_versions()) <= 1:
                 return
@@ -529,9 +558,9 @@ class VectorStore:
                 raise StorageError(f"vector store write failed: {exc}") from exc
         self._commits_since_compaction += 1
         if self._commits_since_compaction >= self.compact_every:
-            self.compact()
+            self.compact(background=True)
 
-    def _ensure_indexes(self) -> None:
+    def _ensure_indexes(self, background: bool) -> None:
         rows = self._table.count_rows()
         if rows == 0:
             return
@@ -543,11 +572,31 @@ class VectorStore:
                     self._table.create_scalar_index(column, index_type=kind)
             if ("text",) not in existing:
                 self._table.create_fts_index("text", replace=True)
-            grown = self._ann_rows and rows > self._ann_rows * (1 + self.ann_reindex_growth)
-            if rows >= self.ann_min_rows and (not self._ann_rows or grown):
-                log.info("building the ANN index over %d vectors", rows)
+        grown = self._ann_rows and rows > self._ann_rows * (1 + self.ann_reindex_growth)
+        if rows < self.ann_min_rows or (self._ann_rows and not grown):
+            return
+        if background:
+            self._training = threading.Thread(
+                target=self._train_ann, args=(rows,), name="emem-ann-index", daemon=True
+            )
+            self._training.start()
+        else:
+            self._train_ann(rows)
+
+    def _train_ann(self, rows: int) -> None:
+        log.info("building the ANN index over %d vectors", rows)
+        started = time.monotonic()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
                 self._table.create_index(metric="cosine", index_type="IVF_HNSW_SQ", replace=True)
-                self._ann_rows = rows
+        except Exception as exc:  # searches stay exact; the next compaction tries again
+            if threading.current_thread() is not self._training:
+                raise StorageError(f"building the ANN index failed: {exc}") from exc
+            log.warning("building the ANN index failed (searches stay exact): %s", exc)
+            return
+        self._ann_rows = rows
+        log.info("ANN index over %d vectors built in %.1f s", rows, time.monotonic() - started)
 
     def _ann_indexed_rows(self) -> int:
         for index in self._table.list_indices():
