@@ -125,7 +125,8 @@ def build_patrol_memory(
 
 
 def demo_questions() -> list[tuple[str, dict[str, object]]]:
-    """What the demo asks the memory: every retrieval tool once (two multi-part requests)."""
+    """What the demo asks the memory: every retrieval tool once (two multi-part requests),
+    then the tools of the spatial, area and profile capabilities."""
     kitchen = ROOMS["kitchen"]
     return [
         ("semantic_search", {"query": "where is the coffee machine?", "n_results": 3}),
@@ -139,7 +140,18 @@ def demo_questions() -> list[tuple[str, dict[str, object]]]:
         ("locate", {"concept": "the red chair"}),
         ("recall", {"query": "the sofa and the television", "n_results": 3}),
         ("body_status", {}),
+        # the capabilities' tools (issues 8-10)
+        ("route_query", {"target": "red cup", "start": "the sofa", "goal": "the fridge"}),
+        ("directional_query", {"target": "chair", "anchor": "the desk", "direction": "east"}),
+        ("navigate_to", {"concept": "the coffee machine"}),
+        ("describe_area", {}),
+        ("global_search", {"query": "where could I make a hot drink?", "n_results": 1}),
+        ("user_profile", {"query": "bring me my favourite mug", "user": "Alex"}),
     ]
+
+
+PROFILE_FACT = ("Alex", "my favourite mug", ["red cup"], "the cup Alex drinks coffee from")
+"""What the demo's user has told the robot (user, alias, objects, description)."""
 
 
 def run_demo(
@@ -193,6 +205,9 @@ def run_demo(
         position = memory.current_position
         assert position is not None
         echo(f"Position: ({position[0]:.1f}, {position[1]:.1f})")
+        user, alias, objects, description = PROFILE_FACT
+        memory.profile.add_object_semantics(user, alias, objects, description)
+        echo(f"{user} said: {objects[0]} is {alias}")
         for tool, arguments in demo_questions():
             shown = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
             echo(f"\n>>> {tool}({shown})")

@@ -37,7 +37,7 @@ def test_demo_asks_every_tool_and_gets_a_real_answer(tmp_path: Path, minilm) -> 
     run_demo(tmp_path / "demo", embedder=minilm, rounds=1, echo=printed.append)
 
     asked = {tool for tool, _ in demo_questions()}
-    assert asked == set(TOOL_SCHEMAS)  # the ten retrieval tools
+    assert asked == set(TOOL_SCHEMAS)  # the ten retrieval tools and the capabilities' six
     answers = _answers(printed)
     assert len(answers) == len(demo_questions())
     for header, answer in answers.items():
