@@ -203,3 +203,48 @@ def test_an_empty_index_answers_nothing() -> None:
     assert index.latest_body_state() == []
     assert index.latest_perception_position() is None
     assert index.records(["nope"]) == {}
+
+
+def _observation(i: int, t: float, rng: np.random.Generator) -> Any:
+    from emem_graph.models import INTEROCEPTION, Observation
+
+    body = i % 5 == 0
+    return Observation(
+        id=f"o{i:05d}",
+        text=f"thing {i}",
+        x=float(rng.uniform(0, 50)),
+        y=float(rng.uniform(0, 50)),
+        timestamp=t,
+        layer_name=["battery", "temperature"][i % 2] if body else str(LAYERS[i % len(LAYERS)]),
+        source_type=INTEROCEPTION if body else "perception",
+    )
+
+
+def test_rows_in_time_order_answer_like_a_full_pass() -> None:
+    """While rows come in time order, windows are bisected and latest readings found from
+    the end; one row out of order switches every read back to the full pass. Both give the
+    same answers."""
+    rng = np.random.default_rng(4)
+    observations = [_observation(i, 1_000.0 + 2.0 * i, rng) for i in range(20_000)]
+    ordered, shuffled = ObservationIndex(), ObservationIndex()
+    for start in range(0, len(observations), 1_000):
+        ordered.append(observations[start : start + 1_000])
+    rest, late = observations[:-1], observations[-1:]
+    shuffled.append(late)  # the newest first: not in time order
+    shuffled.append(rest)
+    assert ordered._snapshot().sorted and not shuffled._snapshot().sorted
+    ordered.set_tier([observations[-5].id, observations[-10].id], "archived")
+    shuffled.set_tier([observations[-5].id, observations[-10].id], "archived")
+    for layers in ([], ["battery"], ["temperature", "battery"], ["nope"], ["captions"]):
+        assert ordered.latest_body_state(layers) == shuffled.latest_body_state(layers)
+    # o19995 (temperature) and o19990 (battery) are archived: the readings before them count.
+    assert ordered.latest_body_state() == ["o19980", "o19985"]
+    for _ in range(20):
+        after = float(rng.uniform(900, 41_000))
+        before = after + float(rng.uniform(0, 3_000))
+        for newest_first in (True, False):
+            window = dict(time_after=after, time_before=before, newest_first=newest_first)
+            assert ordered.in_window(**window, limit=50) == shuffled.in_window(**window, limit=50)
+        near = dict(time_after=after, time_before=before, include_body_state=True, limit=20)
+        assert ordered.near(25.0, 25.0, 10.0, **near) == shuffled.near(25.0, 25.0, 10.0, **near)
+    assert ordered.in_window(time_after=None, time_before=999.0) == []

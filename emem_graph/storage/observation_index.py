@@ -42,6 +42,30 @@ class _Snapshot:
     layer: np.ndarray
     body: np.ndarray
     tier: np.ndarray
+    sorted: bool = False
+    """Whether t never decreases from row to row (a robot writes in time order)."""
+    offset: int = 0
+    """Row of the whole index that row 0 here is (a time window's slice)."""
+
+    def window(self, after: float | None, before: float | None) -> _Snapshot:
+        """The rows of [after, before] and maybe more: a slice found by bisection when the
+        rows are in time order (the caller still filters by time), else every row."""
+        if not self.sorted or (after is None and before is None):
+            return self
+        lo = 0 if after is None else int(np.searchsorted(self.t, after, side="left"))
+        hi = self.n if before is None else int(np.searchsorted(self.t, before, side="right"))
+        hi = max(lo, hi)
+        return _Snapshot(
+            hi - lo,
+            self.x[lo:hi],
+            self.y[lo:hi],
+            self.t[lo:hi],
+            self.layer[lo:hi],
+            self.body[lo:hi],
+            self.tier[lo:hi],
+            True,
+            self.offset + lo,
+        )
 
 
 class ObservationIndex:
@@ -67,6 +91,10 @@ class ObservationIndex:
         self._row: dict[str, int] = {}
         self._layer_code: dict[str, int] = {}
         self._layer_names: list[str] = []
+        self._sorted = True
+        """Whether every row so far came in time order (then windows are found by bisection
+        and latest readings by scanning back from the end, not by a pass over every row)."""
+        self._body_codes: set[int] = set()
 
     def __len__(self) -> int:
         return self._n
@@ -157,7 +185,7 @@ class ObservationIndex:
     ) -> list[str]:
         """Ids of the ``limit`` observations (not archived) nearest (x, y) within ``radius``,
         nearest first (ties by id), as queries/observations_nearest.cypher ranks them."""
-        snap = self._snapshot()
+        snap = self._snapshot().window(time_after, time_before)
         mask = self._filter(snap, layer, time_after, time_before, include_body_state)
         if mask is None:
             return []
@@ -167,8 +195,9 @@ class ObservationIndex:
             # Only the rows up to the limit-th distance (ties included) need the exact ranking.
             cut = np.partition(d2[rows], limit - 1)[limit - 1]
             rows = rows[d2[rows] <= cut]
-        ranked = sorted(rows.tolist(), key=lambda r: (d2[r], self._ids[r]))
-        return [self._ids[r] for r in ranked[:limit]]
+        off = snap.offset
+        ranked = sorted(rows.tolist(), key=lambda r: (d2[r], self._ids[r + off]))
+        return [self._ids[r + off] for r in ranked[:limit]]
 
     def in_window(
         self,
@@ -183,7 +212,7 @@ class ObservationIndex:
     ) -> list[str]:
         """Ids of observations (not archived) in a time window, optionally in a circle
         (x, y, radius) and a layer, newest or oldest first."""
-        snap = self._snapshot()
+        snap = self._snapshot().window(time_after, time_before)
         mask = self._filter(snap, layer, time_after, time_before, include_body_state)
         if mask is None:
             return []
@@ -199,14 +228,20 @@ class ObservationIndex:
             part = np.argpartition(keys, limit - 1)[:limit]
             rows, keys = rows[part], keys[part]
         order = np.argsort(keys, kind="stable")
-        return [self._ids[r] for r in rows[order].tolist()]
+        return [self._ids[r + snap.offset] for r in rows[order].tolist()]
 
     def latest_body_state(self, layers: Sequence[str] | None = None) -> list[str]:
         """Ids of the latest body-state reading that has text, one per layer, by layer name."""
         snap = self._snapshot()
-        mask = snap.body & (snap.tier != _ARCHIVED)
         if layers:
             codes = [self._layer_code[name] for name in layers if name in self._layer_code]
+        if snap.sorted:
+            with self._lock:
+                body_codes = set(self._body_codes)
+            wanted = body_codes & set(codes) if layers else body_codes
+            return self._latest_from_the_end(snap, wanted)
+        mask = snap.body & (snap.tier != _ARCHIVED)
+        if layers:
             mask &= np.isin(snap.layer, codes)
         latest: dict[int, int] = {}
         for row in np.flatnonzero(mask).tolist():
@@ -214,6 +249,25 @@ class ObservationIndex:
             best = latest.get(code)
             if best is None or snap.t[row] >= snap.t[best]:
                 latest[code] = row
+        by_name = sorted((self._layer_names[code], row) for code, row in latest.items())
+        return [self._ids[row] for _, row in by_name]
+
+    def _latest_from_the_end(self, snap: _Snapshot, wanted: set[int]) -> list[str]:
+        """latest_body_state over rows in time order: the last readable row of each wanted
+        layer is its latest (the later write among equal times, as the full pass picks),
+        found by scanning back from the end in growing blocks."""
+        latest: dict[int, int] = {}
+        hi, block = snap.n, 4096
+        while hi > 0 and len(latest) < len(wanted):
+            lo = max(0, hi - block)
+            missing = np.array(sorted(wanted - latest.keys()), dtype=snap.layer.dtype)
+            layer = snap.layer[lo:hi]
+            mask = snap.body[lo:hi] & (snap.tier[lo:hi] != _ARCHIVED) & np.isin(layer, missing)
+            rows = np.flatnonzero(mask)[::-1]  # newest first
+            codes, first = np.unique(layer[rows], return_index=True)
+            for code, at in zip(codes.tolist(), first.tolist(), strict=True):
+                latest[code] = lo + int(rows[at])
+            hi, block = lo, block * 2
         by_name = sorted((self._layer_names[code], row) for code, row in latest.items())
         return [self._ids[row] for _, row in by_name]
 
@@ -269,6 +323,7 @@ class ObservationIndex:
                 self._layer[:n],
                 self._body[:n],
                 self._tier[:n].copy(),
+                self._sorted,
             )
 
     def _filter(
@@ -322,6 +377,12 @@ class ObservationIndex:
             self._layer[start:end] = [self._code(layer) for layer in layers]
             self._body[start:end] = [source == INTEROCEPTION for source in sources]
             self._tier[start:end] = [_TIER_CODE[tier] for tier in tiers]
+            if self._sorted and count:
+                previous = self._t[start - 1] if start else -np.inf
+                self._sorted = bool(t[0] >= previous and np.all(t[1:] >= t[:-1]))
+            self._body_codes.update(
+                int(code) for code in np.unique(self._layer[start:end][self._body[start:end]])
+            )
             self._ids.extend(ids)
             self._texts.extend(texts)
             self._sources.extend(sources)
