@@ -248,3 +248,35 @@ def test_rows_in_time_order_answer_like_a_full_pass() -> None:
         near = dict(time_after=after, time_before=before, include_body_state=True, limit=20)
         assert ordered.near(25.0, 25.0, 10.0, **near) == shuffled.near(25.0, 25.0, 10.0, **near)
     assert ordered.in_window(time_after=None, time_before=999.0) == []
+
+
+def test_area_reads_through_the_grid_equal_a_scan_of_every_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """near() gathers its candidates from the grid cells the circle covers; with the grid
+    off (every read scans all rows) the answers are the same, ties and edges included."""
+    from emem_graph.storage import observation_index as module
+
+    rng = np.random.default_rng(6)
+    observations = [_observation(i, 5.0 * i, rng) for i in range(6_000)]
+    for o in observations[:40]:  # on cell borders and tied in distance
+        o.x, o.y = 8.0, 12.0
+    index = ObservationIndex()
+    index.append(observations)
+    index.set_tier([o.id for o in observations[100:200]], "archived")
+    probes = [(8.0, 12.0, 0.0), (8.0, 12.0, 4.0), (0.0, 0.0, 3.0), (25.0, 25.0, 60.0)]
+    probes += [
+        (float(rng.uniform(-5, 55)), float(rng.uniform(-5, 55)), float(rng.uniform(0.5, 12)))
+        for _ in range(30)
+    ]
+    options = [
+        {},
+        {"include_body_state": True, "limit": 50},
+        {"layer": "battery", "include_body_state": True},
+        {"time_after": 2_000.0, "time_before": 20_000.0, "limit": 25},
+    ]
+    grid = [[index.near(x, y, r, **o) for o in options] for x, y, r in probes]  # type: ignore[arg-type]
+    monkeypatch.setattr(module, "_GRID_SHARE", 0.0)
+    scan = [[index.near(x, y, r, **o) for o in options] for x, y, r in probes]  # type: ignore[arg-type]
+    assert grid == scan
+    assert sum(len(answer) for answers in grid for answer in answers) > 500

@@ -14,6 +14,7 @@ Memory: about 150 bytes per observation plus its text (~250 MB at 1M observation
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,10 @@ TIERS: tuple[Tier, ...] = ("working", "short_term", "long_term", "archived")
 _TIER_CODE: dict[str, int] = {tier: code for code, tier in enumerate(TIERS)}
 _ARCHIVED = _TIER_CODE["archived"]
 _INITIAL_CAPACITY = 1024
+CELL = 4.0
+"""Metres per side of the grid cells that area reads gather their candidate rows from."""
+_GRID_SHARE = 0.25
+"""An area read whose cells hold more than this share of all rows scans every row instead."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,30 @@ class _Snapshot:
     """Whether t never decreases from row to row (a robot writes in time order)."""
     offset: int = 0
     """Row of the whole index that row 0 here is (a time window's slice)."""
+
+    rows_of_whole: np.ndarray | None = None
+    """Rows of the whole index of each row here, when not a contiguous slice (take())."""
+
+    def rows(self, local: np.ndarray) -> np.ndarray:
+        """Rows of the whole index of these rows of the snapshot."""
+        if self.rows_of_whole is not None:
+            return self.rows_of_whole[local]
+        return local + self.offset
+
+    def take(self, local: np.ndarray) -> _Snapshot:
+        """These rows only (sorted row numbers of this snapshot)."""
+        return _Snapshot(
+            int(local.size),
+            self.x[local],
+            self.y[local],
+            self.t[local],
+            self.layer[local],
+            self.body[local],
+            self.tier[local],
+            False,
+            0,
+            self.rows(local),
+        )
 
     def window(self, after: float | None, before: float | None) -> _Snapshot:
         """The rows of [after, before] and maybe more: a slice found by bisection when the
@@ -91,6 +120,9 @@ class ObservationIndex:
         self._row: dict[str, int] = {}
         self._layer_code: dict[str, int] = {}
         self._layer_names: list[str] = []
+        self._cells: dict[tuple[int, int], _Rows] = {}
+        """Rows by grid cell (floor(x / CELL), floor(y / CELL)): area reads look at the
+        cells a circle covers, not at every row."""
         self._sorted = True
         """Whether every row so far came in time order (then windows are found by bisection
         and latest readings by scanning back from the end, not by a pass over every row)."""
@@ -186,6 +218,9 @@ class ObservationIndex:
         """Ids of the ``limit`` observations (not archived) nearest (x, y) within ``radius``,
         nearest first (ties by id), as queries/observations_nearest.cypher ranks them."""
         snap = self._snapshot().window(time_after, time_before)
+        candidates = self._in_cells(snap, x, y, radius)
+        if candidates is not None:
+            snap = snap.take(candidates)
         mask = self._filter(snap, layer, time_after, time_before, include_body_state)
         if mask is None:
             return []
@@ -195,9 +230,12 @@ class ObservationIndex:
             # Only the rows up to the limit-th distance (ties included) need the exact ranking.
             cut = np.partition(d2[rows], limit - 1)[limit - 1]
             rows = rows[d2[rows] <= cut]
-        off = snap.offset
-        ranked = sorted(rows.tolist(), key=lambda r: (d2[r], self._ids[r + off]))
-        return [self._ids[r + off] for r in ranked[:limit]]
+        whole = snap.rows(rows)
+        ranked = sorted(
+            zip(rows.tolist(), whole.tolist(), strict=True),
+            key=lambda pair: (d2[pair[0]], self._ids[pair[1]]),
+        )
+        return [self._ids[row] for _, row in ranked[:limit]]
 
     def in_window(
         self,
@@ -312,6 +350,45 @@ class ObservationIndex:
 
     # --- internals -----------------------------------------------------------------------------
 
+    def _in_cells(self, snap: _Snapshot, x: float, y: float, radius: float) -> np.ndarray | None:
+        """Rows of ``snap`` (sorted) in the grid cells a circle covers; None when they are too
+        many for the grid to pay (then every row is scanned)."""
+        if snap.rows_of_whole is not None or snap.n == 0:
+            return None
+        x0, x1 = math.floor((x - radius) / CELL), math.floor((x + radius) / CELL)
+        y0, y1 = math.floor((y - radius) / CELL), math.floor((y + radius) / CELL)
+        if (x1 - x0 + 1) * (y1 - y0 + 1) > max(64, len(self._cells)):
+            return None
+        with self._lock:
+            parts = [
+                cell.view()
+                for kx in range(x0, x1 + 1)
+                for ky in range(y0, y1 + 1)
+                if (cell := self._cells.get((kx, ky))) is not None
+            ]
+        if not parts:
+            return np.empty(0, dtype=np.int64)
+        whole = np.concatenate(parts)
+        if whole.size > _GRID_SHARE * snap.n:
+            return None
+        lo = snap.offset
+        local = whole[(whole >= lo) & (whole < lo + snap.n)] - lo
+        local.sort()
+        return local
+
+    def _grid_add(self, start: int, x: np.ndarray, y: np.ndarray) -> None:
+        keys = np.stack([np.floor(x / CELL), np.floor(y / CELL)], axis=1).astype(np.int64)
+        cells, inverse = np.unique(keys, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        order = np.argsort(inverse, kind="stable")
+        bounds = np.searchsorted(inverse[order], np.arange(len(cells) + 1))
+        for i, (kx, ky) in enumerate(cells.tolist()):
+            rows = order[bounds[i] : bounds[i + 1]] + start
+            cell = self._cells.get((kx, ky))
+            if cell is None:
+                cell = self._cells[(kx, ky)] = _Rows()
+            cell.extend(rows)
+
     def _snapshot(self) -> _Snapshot:
         with self._lock:
             n = self._n
@@ -380,6 +457,7 @@ class ObservationIndex:
             if self._sorted and count:
                 previous = self._t[start - 1] if start else -np.inf
                 self._sorted = bool(t[0] >= previous and np.all(t[1:] >= t[:-1]))
+            self._grid_add(start, x, y)
             self._body_codes.update(
                 int(code) for code in np.unique(self._layer[start:end][self._body[start:end]])
             )
@@ -412,6 +490,27 @@ class ObservationIndex:
             self._layer_code[layer] = code
             self._layer_names.append(layer)
         return code
+
+
+class _Rows:
+    """A growing array of row numbers (a grid cell's). Readers keep the array they took:
+    growing makes a new one."""
+
+    def __init__(self) -> None:
+        self._rows = np.empty(16, dtype=np.int64)
+        self._n = 0
+
+    def extend(self, rows: np.ndarray) -> None:
+        end = self._n + rows.size
+        if end > self._rows.size:
+            grown = np.empty(max(end, 2 * self._rows.size), dtype=np.int64)
+            grown[: self._n] = self._rows[: self._n]
+            self._rows = grown
+        self._rows[self._n : end] = rows
+        self._n = end
+
+    def view(self) -> np.ndarray:
+        return self._rows[: self._n]
 
 
 _TEXT_COLUMNS = ("id", "text", "layer", "source_type", "tier", "episode_id", "metadata")
