@@ -377,17 +377,27 @@ class ObservationIndex:
         return local
 
     def _grid_add(self, start: int, x: np.ndarray, y: np.ndarray) -> None:
-        keys = np.stack([np.floor(x / CELL), np.floor(y / CELL)], axis=1).astype(np.int64)
-        cells, inverse = np.unique(keys, axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        order = np.argsort(inverse, kind="stable")
-        bounds = np.searchsorted(inverse[order], np.arange(len(cells) + 1))
-        for i, (kx, ky) in enumerate(cells.tolist()):
-            rows = order[bounds[i] : bounds[i + 1]] + start
-            cell = self._cells.get((kx, ky))
+        if x.size == 0:
+            return
+        kx = np.floor(x / CELL).astype(np.int64)
+        ky = np.floor(y / CELL).astype(np.int64)
+        x0, y0 = int(kx.min()), int(ky.min())
+        span = int(ky.max()) - y0 + 1
+        if (int(kx.max()) - x0 + 1) * span < 2**62:
+            keys = (kx - x0) * span + (ky - y0)  # one integer per cell: a 1-D sort
+        else:
+            pairs = np.stack([kx, ky], axis=1)
+            keys = np.unique(pairs, axis=0, return_inverse=True)[1].reshape(-1)
+        order = np.argsort(keys, kind="stable")  # rows stay ascending within a cell
+        ordered = keys[order]
+        firsts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]).tolist()
+        for first, end in zip(firsts, [*firsts[1:], order.size], strict=True):
+            row = int(order[first])
+            key = (int(kx[row]), int(ky[row]))
+            cell = self._cells.get(key)
             if cell is None:
-                cell = self._cells[(kx, ky)] = _Rows()
-            cell.extend(rows)
+                cell = self._cells[key] = _Rows()
+            cell.extend(order[first:end] + start)
 
     def _snapshot(self) -> _Snapshot:
         with self._lock:
