@@ -277,3 +277,33 @@ def test_a_version_1_memory_is_upgraded_by_adding_the_new_tables(tmp_path: Path,
         upgraded = {r["name"] for r in graph.query_text("CALL show_tables() RETURN *")}
         assert upgraded == set(tables)
         assert "red chair" in mem.semantic_search("chair")
+
+
+def test_a_commit_whose_checkpoint_waits_on_a_long_read_is_a_committed_write(
+    tmp_path: Path,
+) -> None:
+    """Kuzu raises at COMMIT when the checkpoint after it times out waiting for an open read
+    transaction (a long query in another thread), though the transaction is committed: the
+    write must not be reported failed (a retry would write it twice)."""
+    from emem_graph.storage.graph import GraphDB
+
+    graph = GraphDB(tmp_path / "g.kuzu")
+    try:
+        with graph.write() as tx:
+            tx.run_text("CREATE NODE TABLE T(id INT64, PRIMARY KEY(id))")
+        with graph.write() as tx:
+            tx.run_text("CALL checkpoint_threshold=1")  # every commit wants a checkpoint
+        reader = graph._new_connection()
+        reader.execute("BEGIN TRANSACTION READ ONLY")
+        reader.execute("MATCH (t:T) RETURN count(t)")
+        with graph.write() as tx:  # its checkpoint times out behind the open read
+            tx.run_text("CREATE (:T {id: 1})")
+        reader.execute("COMMIT")
+        with graph.write() as tx:
+            tx.run_text("CREATE (:T {id: 2})")
+        assert graph.query_text("MATCH (t:T) RETURN t.id AS id ORDER BY id") == [
+            {"id": 1},
+            {"id": 2},
+        ]
+    finally:
+        graph.close()

@@ -143,6 +143,7 @@ def readers(soak: Soak, queries: list) -> list[tuple[str, Callable[[random.Rando
         store = mem._store
         now = time.time()
         where = VectorFilter(
+            kinds=("observation",),  # gists of camera observations have layer "camera" too
             time_after=now - rng.uniform(1, 10),
             exclude_source_types=(INTEROCEPTION,),
             layers=("camera",),
