@@ -245,7 +245,7 @@ class OllamaLLM:
 
     def extract_entities(self, texts: list[str]) -> list[ExtractedEntity]:
         """Entities of the texts with the index of the text each came from (JSON output)."""
-        answer = self._chat(EXTRACT_PROMPT.format(texts=numbered(texts)), json_schema=True)
+        answer = self._chat(EXTRACT_PROMPT.format(texts=numbered(texts)), schema=ENTITY_SCHEMA)
         return parse_entities_json(answer, len(texts))
 
     def choose_area(self, question: str, summaries: list[str]) -> int:
@@ -259,13 +259,24 @@ class OllamaLLM:
             raise MalformedAnswerError(f"Ollama model {self.model!r} chose no area: {answer!r}")
         return int(match.group()) - 1
 
+    def complete_json(self, prompt: str, schema: dict[str, Any]) -> str:
+        """The model's JSON answer to ``prompt``, shaped by ``schema`` (Ollama's ``format``),
+        at temperature 0 (the user profile's instruction parsing)."""
+        return self._chat(prompt, schema=schema, options={**self._options, "temperature": 0.0})
+
     def _text(self, answer: str) -> str:
         text = " ".join(strip_thinking(answer).split())
         if not text:
             raise MalformedAnswerError(f"Ollama model {self.model!r} returned an empty answer")
         return text
 
-    def _chat(self, prompt: str, *, json_schema: bool = False) -> str:
+    def _chat(
+        self,
+        prompt: str,
+        *,
+        schema: dict[str, Any] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> str:
         import httpx
         import ollama
 
@@ -275,8 +286,8 @@ class OllamaLLM:
                 response = self._client.chat(
                     model=self.model,
                     messages=[{"role": "user", "content": prompt}],
-                    format=ENTITY_SCHEMA if json_schema else None,
-                    options=self._options,
+                    format=schema,
+                    options=options or self._options,
                 )
             except ollama.ResponseError as exc:
                 if 0 <= exc.status_code < 500:

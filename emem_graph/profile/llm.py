@@ -3,23 +3,22 @@
 Two requests per instruction, both answered in JSON constrained by a schema (Ollama's
 ``format``): the knowledge type (object_semantics, user_pattern or none), then the knowledge
 and its elements for that type. Any object with ``complete_json(prompt, schema) -> str`` is a
-ProfileLLM; OllamaProfileLLM is the shipped one (through the ``ollama`` client, with the same
-timeout and retry rules as consolidation's OllamaLLM). A failure raises BackendUnavailableError
-(MalformedAnswerError for an answer of the wrong form); the profile then falls back to the
-rule-based parser (parse.py).
+ProfileLLM; consolidation's OllamaLLM is the shipped one (its complete_json, through the
+``ollama`` client with the memory's timeout and retry settings). A failure raises
+BackendUnavailableError (MalformedAnswerError for an answer of the wrong form); the profile
+then falls back to the rule-based parser (parse.py).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import time
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
 from emem_graph.consolidation.llm import MalformedAnswerError, OllamaLLM, strip_thinking
-from emem_graph.errors import BackendUnavailableError, InvalidInputError
+from emem_graph.errors import InvalidInputError
 from emem_graph.profile.models import OBJECT_SEMANTICS, USER_PATTERN, Instruction
 
 if TYPE_CHECKING:
@@ -116,96 +115,21 @@ USER_PATTERN_PROMPT = (
 )
 
 
-class OllamaProfileLLM:
-    """A ProfileLLM backed by an Ollama server (``ollama`` client, JSON-schema output).
-
-    Args:
-        model: chat model name.
-        host: Ollama base URL.
-        timeout: seconds per request.
-        retries: extra attempts after the first (connection errors, timeouts, HTTP 5xx).
-        backoff: seconds before the first retry (doubled after each).
-    """
-
-    def __init__(
-        self,
-        model: str = "llama3.2",
-        *,
-        host: str = "http://127.0.0.1:11434",
-        timeout: float = 60.0,
-        retries: int = 2,
-        backoff: float = 0.5,
-    ) -> None:
-        try:
-            import ollama
-        except ImportError as exc:
-            raise BackendUnavailableError(
-                "the ollama client is not installed: pip install ollama"
-            ) from exc
-        self.model = model
-        self.host = host
-        self._client = ollama.Client(host=host, timeout=timeout)
-        self._retries = retries
-        self._backoff = backoff
-
-    def complete_json(self, prompt: str, schema: dict[str, Any]) -> str:
-        """The model's JSON answer to ``prompt``.
-
-        Raises:
-            BackendUnavailableError: unreachable, refused, or no answer after the retries.
-        """
-        import httpx
-        import ollama
-
-        last: Exception | None = None
-        for attempt in range(self._retries + 1):
-            try:
-                response = self._client.chat(
-                    model=self.model,
-                    messages=[{"role": "user", "content": prompt}],
-                    format=schema,
-                    options={"temperature": 0.0},
-                )
-            except ollama.ResponseError as exc:
-                if 0 <= exc.status_code < 500:
-                    raise BackendUnavailableError(
-                        f"Ollama refused model {self.model!r}: {exc.error}"
-                    ) from exc
-                last = exc
-            except (httpx.HTTPError, ConnectionError, OSError) as exc:
-                last = exc
-            except (ValueError, TypeError) as exc:
-                raise MalformedAnswerError(
-                    f"Ollama at {self.host} sent a malformed answer: {exc}"
-                ) from exc
-            else:
-                return str(response.message.content or "")
-            if attempt < self._retries:
-                time.sleep(self._backoff * (2**attempt))
-        raise BackendUnavailableError(
-            f"Ollama at {self.host} did not answer after {self._retries + 1} tries: {last}"
-        )
-
-
 def profile_llm_for(config: MemoryConfig, llm_client: Any) -> ProfileLLM | None:
-    """The ProfileLLM of a memory: its llm_client when that can answer JSON, an Ollama client
-    on the same server and model when it is an OllamaLLM, the configured Ollama LLM when
-    ``config.llm_provider`` is "ollama", otherwise None (rule-based parsing only)."""
-    if isinstance(llm_client, ProfileLLM):
+    """The ProfileLLM of a memory: its llm_client when that can answer JSON (an OllamaLLM
+    can), the configured Ollama LLM when ``config.llm_provider`` is "ollama", otherwise None
+    (rule-based parsing only)."""
+    if isinstance(llm_client, ProfileLLM):  # an OllamaLLM answers JSON too
         return llm_client
-    if isinstance(llm_client, OllamaLLM):
-        model, host = llm_client.model, llm_client.host
-    elif llm_client is None and config.llm_provider == "ollama":
-        model, host = config.ollama_llm_model, config.ollama_host
-    else:
-        return None
-    return OllamaProfileLLM(
-        model,
-        host=host,
-        timeout=config.llm_timeout,
-        retries=config.llm_retries,
-        backoff=config.llm_retry_backoff,
-    )
+    if llm_client is None and config.llm_provider == "ollama":
+        return OllamaLLM(
+            config.ollama_llm_model,
+            host=config.ollama_host,
+            timeout=config.llm_timeout,
+            retries=config.llm_retries,
+            backoff=config.llm_retry_backoff,
+        )
+    return None
 
 
 def extract_instruction(llm: ProfileLLM, text: str) -> Instruction:
