@@ -17,13 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from emem_graph.consolidation.extractive import (
-    REDUNDANT_SIMILARITY,
-    RELEVANCE_WEIGHT,
-    Embed,
-    select_representative,
-    unique_texts,
-)
+from emem_graph.consolidation.extractive import Embed, select_representative, unique_texts
 from emem_graph.consolidation.llm import MAX_PROMPT_TEXTS
 
 if TYPE_CHECKING:
@@ -203,34 +197,10 @@ def salient(
     its similarity to the weighted centroid minus BACKGROUND_WEIGHT times its similarity to
     ``background`` (what the whole memory is like): a room's summary keeps what sets it apart
     (the coffee machine) before what every room has (a closed door)."""
-    count = len(vectors)
-    if count == 0 or k <= 0:
-        return []
-    unit = unit_rows(np.asarray(vectors, dtype=np.float32))
-    weight = np.asarray(weights, dtype=np.float32).reshape(-1, 1)
-    centroid = unit_rows((unit * weight).sum(axis=0, keepdims=True))[0]
-    relevance = unit @ centroid
-    if background is not None:
-        relevance = relevance - BACKGROUND_WEIGHT * (unit @ background)
-    sizes = list(lengths) if lengths is not None else [0] * count
-    budget = float("inf") if max_chars is None else float(max_chars)
-    chosen: list[int] = []
-    redundancy = np.full(count, -1.0, dtype=np.float32)
-    available = np.ones(count, dtype=bool)
-    used = 0
-    while len(chosen) < k and available.any():
-        score = RELEVANCE_WEIGHT * relevance - (1 - RELEVANCE_WEIGHT) * np.maximum(redundancy, 0)
-        score[~available] = -np.inf
-        best = int(np.argmax(score))
-        available[best] = False
-        if redundancy[best] >= REDUNDANT_SIMILARITY:
-            continue
-        if chosen and used + sizes[best] > budget:
-            continue
-        chosen.append(best)
-        used += sizes[best]
-        redundancy = np.maximum(redundancy, unit @ unit[best])
-    return chosen
+    return select_representative(
+        vectors, weights, k, max_chars=max_chars, lengths=lengths, background=background,
+        background_weight=BACKGROUND_WEIGHT,
+    )  # fmt: skip
 
 
 def unit_rows(matrix: np.ndarray) -> np.ndarray:

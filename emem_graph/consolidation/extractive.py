@@ -48,10 +48,13 @@ def unique_texts(texts: Sequence[str]) -> tuple[list[str], list[int], list[int]]
 
 def select_representative(
     vectors: np.ndarray, weights: Sequence[float], k: int, *, max_chars: int | None = None,
-    lengths: Sequence[int] | None = None,
+    lengths: Sequence[int] | None = None, background: np.ndarray | None = None,
+    background_weight: float = 0.0,
 ) -> list[int]:  # fmt: skip
     """Indices of up to ``k`` rows chosen by maximal marginal relevance to the weighted centroid
-    (most representative first; near-duplicates of a chosen row are skipped)."""
+    (most representative first; near-duplicates of a chosen row are skipped). With
+    ``background`` (a unit vector), a row's relevance loses ``background_weight`` times its
+    similarity to it: what sets the rows apart comes before what is everywhere."""
     count = len(vectors)
     if count == 0 or k <= 0:
         return []
@@ -59,6 +62,8 @@ def select_representative(
     weight = np.asarray(weights, dtype=np.float32).reshape(-1, 1)
     centroid = _unit((unit * weight).sum(axis=0, keepdims=True))[0]
     relevance = unit @ centroid
+    if background is not None:
+        relevance = relevance - background_weight * (unit @ background)
     sizes = list(lengths) if lengths is not None else [0] * count
     budget = float("inf") if max_chars is None else float(max_chars)
     chosen: list[int] = []
