@@ -472,7 +472,9 @@ def _run_query(
     limit: int,
     timeout_s: float,
 ) -> str:
-    # memory.store flushes first: the query sees every observation added so far.
+    # The query sees every observation added so far and what the capabilities derive from
+    # them (the map's places and links are written in larger transactions than observations).
+    memory.catch_up()
     result = query_graph(memory.store.graph, cypher, params, limit=limit, timeout_s=timeout_s)
     return format_result(result, "json")
 

@@ -22,6 +22,7 @@ from emem_graph import (
     SpatioTemporalMemory,
 )
 from emem_graph.cli import main
+from emem_graph.spatial import keeper as keeper_module
 from emem_graph.spatial import places
 from emem_graph.spatial.campus import Campus, build_campus, questions
 from emem_graph.spatial.evaluate import ask, memory_factory, populate
@@ -47,7 +48,7 @@ def _walk(
 ) -> None:
     for i, (x, y) in enumerate(xy):
         memory.add(f"{text} {i % 3}", x, y, timestamp=t0 + i)
-    memory.flush()
+    memory.catch_up()  # the observations, and the map's growth from them, in the graph
 
 
 # --- the map itself (no I/O) -------------------------------------------------------------------
@@ -101,7 +102,7 @@ def test_the_stored_map_matches_the_built_one_and_grows_on_after_a_reopen(tmp_pa
     with _memory(tmp_path / "m") as memory:
         _walk(memory, corridor, "corridor", 0.0)
         memory.add_body_state("battery 80%", "battery", x=100.0, y=100.0, timestamp=50.0)
-        memory.flush()
+        memory.catch_up()
         counts = places.map_counts(memory.store)
         assert counts == places.MapCounts(15, 14, 30, 30)
         far = memory.places.keeper.nearest(100.0, 100.0)
@@ -115,6 +116,34 @@ def test_the_stored_map_matches_the_built_one_and_grows_on_after_a_reopen(tmp_pa
         assert route.length == pytest.approx(28.0 + 1.0 + 10.0, abs=2.5)
         rebuilt = memory.rebuild_places()
         assert rebuilt == places.map_counts(memory.store).places == counts.places
+
+
+def test_the_maps_growth_is_written_in_batches_of_write_links_before_a_tool_and_at_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flushed batch grows the map in process; the graph gets it once WRITE_LINKS links
+    wait, before a spatial tool reads, and at close, never a link twice."""
+    monkeypatch.setattr(keeper_module, "WRITE_LINKS", 25)
+    with _memory(tmp_path / "m", flush_batch_size=1000, flush_interval=1e9) as memory:
+        for i in range(20):
+            memory.add(f"corridor {i}", float(i), 0.0, timestamp=float(i))
+        memory.flush()
+        assert memory.places.keeper.size() == 10  # grown in process at once
+        assert places.map_counts(memory.store).linked_observations == 0  # 20 < 25 waiting
+        for i in range(20, 30):
+            memory.add(f"corridor {i}", float(i), 0.0, timestamp=float(i))
+        memory.flush()
+        assert places.map_counts(memory.store) == places.MapCounts(15, 14, 30, 30)
+        for i in range(30, 34):
+            memory.add(f"corridor {i}", float(i), 0.0, timestamp=float(i))
+        memory.flush()
+        assert places.map_counts(memory.store).linked_observations == 30
+        assert isinstance(memory.route_query("corridor 1", "corridor 32"), str)  # writes first
+        assert places.map_counts(memory.store) == places.MapCounts(17, 16, 34, 34)
+        for i in range(34, 40):
+            memory.add(f"corridor {i}", float(i), 0.0, timestamp=float(i))
+    with _memory(tmp_path / "m") as memory:  # close wrote the last 6, not placed again
+        assert places.map_counts(memory.store) == places.MapCounts(20, 19, 40, 40)
 
 
 def test_observations_written_without_a_map_are_placed_on_open(tmp_path: Path) -> None:

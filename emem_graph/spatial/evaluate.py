@@ -55,7 +55,7 @@ def populate(memory: SpatioTemporalMemory, campus: Campus, seed: int = 0) -> Non
                 entity_type="landmark" if item.kind is None else "object",
                 layer_name="detections",
             )
-    memory.flush()
+    memory.catch_up()  # observations, places and entity links in the graph
 
 
 def _is_entity(item: Item) -> bool:
@@ -272,7 +272,7 @@ def bench_routes(
                 timestamp=float(n),
                 embedding=vectors[n % len(vectors)],
             )
-        memory.flush()
+        memory.catch_up()
         memory.extract_entities()  # the timings below must not share the CPU with it
         ingest_s = time.perf_counter() - started
         # A robot's memory compacts every compact_every commits, which builds the ANN index

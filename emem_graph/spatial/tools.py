@@ -9,6 +9,7 @@ queries/spatial_route*.cypher); a position is joined to the map at its nearest p
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from emem_graph.config import MemoryConfig
     from emem_graph.models import Observation
     from emem_graph.storage.store import MemoryStore
+
+log = logging.getLogger(__name__)
 
 WAYPOINT_TOLERANCE = 0.5
 """Metres: navigate_to drops waypoints where the path stays this close to the walked one."""
@@ -105,16 +108,22 @@ class SpatialTools:
     # --- Capability ----------------------------------------------------------------------------
 
     def flush_before_tool(self) -> None:
-        """Flush the memory and link new or moved entities to their places."""
+        """Flush the memory, write the map's pending growth and link new or moved entities to
+        their places."""
         self._host.flush()
         self.keeper.sync_entities()
 
     def observations_written(self, observations: list[Observation]) -> None:
-        """Grow the map from a written batch (on the flush thread)."""
+        """Grow the map from a written batch (on the flush thread; written in larger ones)."""
         self.keeper.observations_written(observations)
 
     def close(self) -> None:
-        """Nothing is pending: every batch's places are written with it."""
+        """Write the map's pending growth; a failure is logged, not raised (the map is derived:
+        the next open places those observations again), so the memory still closes."""
+        try:
+            self.keeper.write_pending()
+        except Exception as exc:
+            log.warning("the map's last growth was not written (placed again on open): %s", exc)
 
     def rebuild(self, progress: Callable[[int], None] | None = None) -> int:
         """Build the map again from every perception observation; returns the place count."""

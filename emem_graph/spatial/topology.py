@@ -73,6 +73,19 @@ class MapUpdate:
     def empty(self) -> bool:
         return not (self.new_places or self.visited or self.connections or self.links)
 
+    def merge(self, later: MapUpdate) -> None:
+        """Fold a later batch's update into this one, so that both are written as one: a place
+        founded here and visited later is written once, with its later counts."""
+        founded = {place.id: i for i, place in enumerate(self.new_places)}
+        self.new_places.extend(later.new_places)
+        for place_id, place in later.visited.items():
+            if place_id in founded:
+                self.new_places[founded[place_id]] = place
+            else:
+                self.visited[place_id] = place
+        self.connections.extend(later.connections)
+        self.links.extend(later.links)
+
 
 class PlaceMap:
     """Places and connections, with a grid for the neighbour searches of the incremental build.
