@@ -61,12 +61,16 @@ class MemoryConfig(BaseModel):
     max_text_chars: int = Field(100_000, gt=0)
     """Longest text accepted by add(); longer text is rejected, not truncated."""
     max_metadata_chars: int = Field(100_000, gt=0)
+    vector_dtype: Literal["float16", "float32"] = "float16"
+    """How a new memory's vector table stores its numbers: float16 halves the vectors on disk
+    (unit vectors, recall unchanged); a table keeps the type it was created with."""
     vector_compact_every: int = Field(50, gt=0)
     """LanceDB commits between two compactions (each flush is one commit)."""
     vector_cleanup_after_seconds: float = Field(10.0, ge=0.0)
     """Old LanceDB versions older than this are deleted at compaction."""
     ann_index_min_rows: int = Field(50_000, gt=0)
-    """Vector rows from which an ANN index (IVF_HNSW_SQ) is built for unfiltered search."""
+    """Vector rows from which an ANN index (IVF_SQ: k-means partitions of 8-bit quantised
+    vectors, re-ranked with the stored ones) is built for unfiltered search."""
     ann_reindex_growth: float = Field(1.0, gt=0.0)
     """Rebuild (retrain) the ANN index when the table has grown by more than this fraction since
     the last build; rows added in between are folded into the index at each compaction. 1.0

@@ -89,6 +89,7 @@ class MemoryStore:
                 cleanup_after=timedelta(seconds=config.vector_cleanup_after_seconds),
                 ann_min_rows=config.ann_index_min_rows,
                 ann_reindex_growth=config.ann_reindex_growth,
+                vector_dtype=config.vector_dtype,
             )
             self.index = ObservationIndex()
             self.index.load(self.graph.query_arrow("index_observations"))
@@ -140,11 +141,15 @@ class MemoryStore:
             bulk = len(rows) >= COPY_MIN_ROWS
             with self.graph.write() as tx:
                 self._confirm_journal(tx)
-                if bulk:
-                    self._copy_observations(tx, rows)
-                else:
-                    self._create_observations(tx, rows)
                 waiting = self._journal(tx, journal, bulk=bulk)
+                try:
+                    if bulk:  # its BELONGS_TO COPY comes last (a rel COPY must: copy_edges)
+                        self._copy_observations(tx, rows)
+                    else:
+                        self._create_observations(tx, rows)
+                except BaseException:
+                    self._pending.discard(waiting)
+                    raise
             self.index.append(observations)
             if self._index(
                 [observation_vector(o, v) for o, v in zip(observations, vectors, strict=True)],
@@ -506,11 +511,12 @@ class MemoryStore:
         for row in rows:
             groups.setdefault(row["episode_id"], []).append(row)
         for episode_id, group in groups.items():
+            table = pa.Table.from_pylist(group, schema=OBSERVATION_ARROW)
             if episode_id is None:
-                tx.run("create_observations", {"rows": group})
+                tx.run("create_observations", {"rows": table})
                 continue
             created = tx.run(
-                "create_observations_in_episode", {"episode_id": episode_id, "rows": group}
+                "create_observations_in_episode", {"episode_id": episode_id, "rows": table}
             )
             if not created or int(created[0]["created"]) != len(group):
                 raise StorageError(f"episode {episode_id} does not exist; observations refused")
