@@ -453,12 +453,16 @@ class SpatioTemporalMemory:
         return self._clock() if timestamp is None else validation.finite("timestamp", timestamp)
 
     def _end_top(self, status: str, consolidate: bool) -> tuple[str, Future[list[str]] | None]:
-        self._buffer.flush()
         episode_id = self._episode_stack.pop()
         if not consolidate:
+            # Its buffered observations keep their episode id and are written with the next
+            # batch (a closed episode still takes its BELONGS_TO edges): the caller does not
+            # wait for a write (a patrol ending a lap spent 4 of 27 s of a 100k ingest here).
             self._store.close_episode(episode_id, self._clock(), status)
             return episode_id, None
-        # Closed and marked for consolidation in one transaction, consolidated by the worker.
+        # The worker reads the episode's observations: they are written first. Closed and
+        # marked for consolidation in one transaction, consolidated by the worker.
+        self._buffer.flush()
         self._consolidation.close_episode(episode_id, self._clock(), status)
         return episode_id, self._consolidation.consolidate_episode(episode_id)
 
