@@ -253,8 +253,9 @@ def test_rows_in_time_order_answer_like_a_full_pass() -> None:
 def test_area_reads_through_the_grid_equal_a_scan_of_every_row(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """near() gathers its candidates from the grid cells the circle covers; with the grid
-    off (every read scans all rows) the answers are the same, ties and edges included."""
+    """near() gathers its candidates from rings of grid cells around the point (stopping when
+    nothing unvisited can come nearer) or from the cells the circle covers; with the grid off
+    (every read scans all rows) the answers are the same, ties and edges included."""
     from emem_graph.storage import observation_index as module
 
     rng = np.random.default_rng(6)
@@ -265,6 +266,7 @@ def test_area_reads_through_the_grid_equal_a_scan_of_every_row(
     index.append(observations)
     index.set_tier([o.id for o in observations[100:200]], "archived")
     probes = [(8.0, 12.0, 0.0), (8.0, 12.0, 4.0), (0.0, 0.0, 3.0), (25.0, 25.0, 60.0)]
+    probes += [(7.99, 12.01, 5.0), (8.01, 11.99, 9.0), (23.9, 4.1, 2.0), (48.0, 47.99, 30.0)]
     probes += [
         (float(rng.uniform(-5, 55)), float(rng.uniform(-5, 55)), float(rng.uniform(0.5, 12)))
         for _ in range(30)
@@ -274,6 +276,8 @@ def test_area_reads_through_the_grid_equal_a_scan_of_every_row(
         {"include_body_state": True, "limit": 50},
         {"layer": "battery", "include_body_state": True},
         {"time_after": 2_000.0, "time_before": 20_000.0, "limit": 25},
+        {"limit": 1},
+        {"layer": "captions", "limit": 3},
     ]
     grid = [[index.near(x, y, r, **o) for o in options] for x, y, r in probes]  # type: ignore[arg-type]
     monkeypatch.setattr(module, "_GRID_SHARE", 0.0)
