@@ -111,7 +111,8 @@ def test_emem_graph_ros_serves_ingests_on_a_topic_trigger_and_closes_on_sigterm(
     config = load_config(config_path)
     with config.open_memory() as memory:
         assert memory.store.counts()["observations"] == 1
-        assert text in memory.semantic_search("jammed door", n_results=1)
+        # Its gist (the episode closed at SIGTERM) may rank first: the note is among the best.
+        assert text in memory.semantic_search("jammed door", n_results=5)
 
 
 def test_emem_graph_ros_names_a_bad_config_key(tmp_path: Path) -> None:
