@@ -25,7 +25,7 @@ from emem_graph.consolidation.extraction import EntityExtraction
 from emem_graph.consolidation.extractive import Embed
 from emem_graph.consolidation.gists import GistTexts
 from emem_graph.consolidation.guard import LLMGuard
-from emem_graph.consolidation.llm import LLMClient, OllamaLLM
+from emem_graph.consolidation.llm import LLMClient, configured_llm
 from emem_graph.consolidation.time_window import TimeWindowConsolidator
 from emem_graph.consolidation.worker import BackgroundWorker
 from emem_graph.models import Observation
@@ -34,19 +34,6 @@ if TYPE_CHECKING:
     from emem_graph.storage.store import MemoryStore
 
 log = logging.getLogger(__name__)
-
-
-def make_llm(config: MemoryConfig) -> LLMClient | None:
-    """The LLM named by ``config.llm_provider`` (None: fallbacks only)."""
-    if config.llm_provider == "ollama":
-        return OllamaLLM(
-            config.ollama_llm_model,
-            host=config.ollama_host,
-            timeout=config.llm_timeout,
-            retries=config.llm_retries,
-            backoff=config.llm_retry_backoff,
-        )
-    return None
 
 
 def call_timeout(config: MemoryConfig) -> float:
@@ -79,7 +66,7 @@ class ConsolidationEngine:
         self._store = store
         self.config = config
         self._clock = clock
-        client = llm_client if llm_client is not None else make_llm(config)
+        client = llm_client if llm_client is not None else configured_llm(config)
         self.guard = LLMGuard(client, timeout=call_timeout(config))
         vectors_of = functools.partial(reads.stored_vectors, store)
         self.texts = GistTexts(self.guard, embed, vectors_of, config.summary_max_sentences)

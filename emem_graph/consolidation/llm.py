@@ -14,11 +14,14 @@ import logging
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from emem_graph.errors import BackendUnavailableError
+
+if TYPE_CHECKING:
+    from emem_graph.config import MemoryConfig
 
 log = logging.getLogger(__name__)
 
@@ -311,3 +314,17 @@ class OllamaLLM:
         raise BackendUnavailableError(
             f"Ollama at {self.host} did not answer after {self._retries + 1} tries: {last}"
         )
+
+
+def configured_llm(config: MemoryConfig) -> OllamaLLM | None:
+    """The LLM named by ``config.llm_provider``, with its timeout and retries (None: the
+    built-in fallbacks only)."""
+    if config.llm_provider == "ollama":
+        return OllamaLLM(
+            config.ollama_llm_model,
+            host=config.ollama_host,
+            timeout=config.llm_timeout,
+            retries=config.llm_retries,
+            backoff=config.llm_retry_backoff,
+        )
+    return None

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
-from emem_graph.consolidation.llm import MalformedAnswerError, OllamaLLM, strip_thinking
+from emem_graph.consolidation.llm import MalformedAnswerError, configured_llm, strip_thinking
 from emem_graph.errors import InvalidInputError
 from emem_graph.profile.models import OBJECT_SEMANTICS, USER_PATTERN, Instruction
 
@@ -121,14 +121,8 @@ def profile_llm_for(config: MemoryConfig, llm_client: Any) -> ProfileLLM | None:
     (rule-based parsing only)."""
     if isinstance(llm_client, ProfileLLM):  # an OllamaLLM answers JSON too
         return llm_client
-    if llm_client is None and config.llm_provider == "ollama":
-        return OllamaLLM(
-            config.ollama_llm_model,
-            host=config.ollama_host,
-            timeout=config.llm_timeout,
-            retries=config.llm_retries,
-            backoff=config.llm_retry_backoff,
-        )
+    if llm_client is None:
+        return configured_llm(config)
     return None
 
 
