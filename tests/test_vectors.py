@@ -545,3 +545,26 @@ def test_the_writers_compaction_builds_the_ann_index_on_a_thread_while_appends_g
     assert store.count() == 5_999
     assert store.search(vectors[4_321], 1)[0].id == make_row(4_321, vectors[0]).id
     store.close()
+
+
+def test_vectors_are_stored_as_float16_and_a_float32_table_keeps_its_type(tmp_path: Path) -> None:
+    """A new table stores float16 (half the bytes); a table created as float32 (before
+    vector_dtype) stays float32 when opened with the float16 default; both hand back float32
+    vectors and find a row by its own vector."""
+    rng = np.random.default_rng(3)
+    vectors = unit_vectors(rng, 20)
+    for dtype, path in (("float16", tmp_path / "half"), ("float32", tmp_path / "full")):
+        store = VectorStore(path, DIM, vector_dtype=dtype)
+        store.add([make_row(i, vectors[i]) for i in range(10)])
+        store.close()
+    half, full = VectorStore(tmp_path / "half", DIM), VectorStore(tmp_path / "full", DIM)
+    full.add([make_row(i, vectors[i]) for i in range(10, 20)])  # written as float32 still
+    for store, numbers in ((half, np.float16), (full, np.float32)):
+        assert store._table.schema.field("vector").type.value_type.to_pandas_dtype() == numbers
+        stored = store.vectors_of([f"o{i}" for i in range(10)])
+        assert stored["o3"].dtype == np.float32
+        np.testing.assert_array_equal(stored["o3"], vectors[3].astype(numbers).astype(np.float32))
+        assert store.search(vectors[7], 1)[0].id == "o7"
+    assert full.vectors_of(["o15"])["o15"].tolist() == vectors[15].tolist()
+    with pytest.raises(InvalidInputError, match="vector_dtype"):
+        VectorStore(tmp_path / "bad", DIM, vector_dtype="int8")

@@ -609,6 +609,8 @@ class VectorStore:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
+                # With a config, LanceDB 0.40 reads the first argument as the column (a named
+                # vector_column_name is ignored and "l2", the metric default, is looked up).
                 self._table.create_index(
                     "vector", config=IvfSq(distance_type="cosine"), replace=True
                 )
