@@ -192,8 +192,62 @@ def test_the_index_is_rebuilt_from_the_graph_on_reopen(tmp_path: Path) -> None:
         assert index.near(**probe) == near_before  # type: ignore[arg-type]
         assert index.latest_body_state() == body_before
         assert np.allclose(reopened.current_position, position)
+        # Loaded in time order whatever order the graph returns its rows in, so reads keep
+        # their bisection and scan-from-the-end paths after a reopen.
+        assert index._snapshot().sorted
     finally:
         reopened.close()
+
+
+def test_load_sorts_rows_by_time() -> None:
+    """The graph returns rows in storage order; load() puts them in time order."""
+    import pyarrow as pa
+
+    rng = np.random.default_rng(5)
+    observations = [_observation(i, 100.0 + i, rng) for i in range(300)]
+    shuffled = [observations[i] for i in rng.permutation(len(observations))]
+    table = pa.table(
+        {
+            "id": [o.id for o in shuffled],
+            "text": [o.text for o in shuffled],
+            "x": [o.x for o in shuffled],
+            "y": [o.y for o in shuffled],
+            "z": [o.z for o in shuffled],
+            "timestamp": [o.timestamp for o in shuffled],
+            "layer": [o.layer_name for o in shuffled],
+            "source_type": [o.source_type for o in shuffled],
+            "confidence": [o.confidence for o in shuffled],
+            "tier": ["short_term"] * len(shuffled),
+            "episode_id": [None] * len(shuffled),
+            "metadata": ["{}"] * len(shuffled),
+        }
+    )
+    loaded, appended = ObservationIndex(), ObservationIndex()
+    loaded.load(table)
+    appended.append(observations)
+    assert loaded._snapshot().sorted
+    assert loaded.latest_body_state() == appended.latest_body_state() == ["o00290", "o00295"]
+    window = dict(time_after=150.0, time_before=260.0, limit=40)
+    assert loaded.in_window(**window) == appended.in_window(**window)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_count_within_equals_a_count_of_the_area_read(remembered: Any, seed: int) -> None:
+    """count_within() (the estimate that picks exact or indexed area searches) counts what
+    near() would return without a limit."""
+    memory, clock = remembered
+    index = memory.store.index
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(25):
+        x, y = (float(v) for v in rng.uniform(-2.0, 22.0, 2))
+        radius = float(rng.choice([0.0, 1.0, 3.0, 8.0, 50.0]))
+        after = None if rng.random() < 0.5 else float(rng.uniform(0, clock.now))
+        before = None if rng.random() < 0.5 else float(rng.uniform(0, clock.now))
+        layer = None if rng.random() < 0.5 else str(rng.choice([*LAYERS, "battery", "nope"]))
+        body = bool(rng.random() < 0.5)
+        filters = dict(layer=layer, time_after=after, time_before=before, include_body_state=body)
+        expected = len(index.near(x, y, radius, limit=100_000, **filters))  # type: ignore[arg-type]
+        assert index.count_within(x, y, radius, **filters) == expected  # type: ignore[arg-type]
 
 
 def test_an_empty_index_answers_nothing() -> None:
@@ -284,3 +338,33 @@ def test_area_reads_through_the_grid_equal_a_scan_of_every_row(
     scan = [[index.near(x, y, r, **o) for o in options] for x, y, r in probes]  # type: ignore[arg-type]
     assert grid == scan
     assert sum(len(answer) for answers in grid for answer in answers) > 500
+
+
+def test_area_filters_are_counted_from_the_index(remembered: Any) -> None:
+    """MemoryStore.matching_rows() estimates the vector rows an area filter passes from the
+    in-process indexes: its observations are exactly the vector store's observation rows in
+    the circle; other filters get no estimate (the vector store counts them)."""
+    from dataclasses import replace
+
+    from emem_graph.models import INTEROCEPTION
+    from emem_graph.storage.vectors import VectorFilter
+
+    memory, _ = remembered
+    store = memory.store
+    for x, y, radius in ((10.0, 10.0, 5.0), (3.0, 17.0, 2.5), (30.0, 30.0, 1.0)):
+        where = VectorFilter(
+            center=(x, y),
+            radius=radius,
+            exclude_source_types=(INTEROCEPTION,),
+            exclude_tiers=("archived",),
+        )
+        in_vectors = store.vectors.count(replace(where, kinds=("observation",)))
+        assert store.matching_rows(where) == in_vectors + len(store.entities)
+        with_body = replace(where, exclude_source_types=None)
+        assert store.matching_rows(with_body) == store.vectors.count(
+            replace(with_body, kinds=("observation",))
+        ) + len(store.entities)
+    assert store.matching_rows(None) is None
+    assert store.matching_rows(VectorFilter(layers=("captions",))) is None
+    assert store.matching_rows(replace(where, episode_id="e1")) is None
+    assert store.matching_rows(replace(where, kinds=("gist",))) is None

@@ -378,6 +378,73 @@ def test_circle_filter_excludes_box_corners(tmp_path: Path) -> None:
     assert store.count(VectorFilter(center=(cx, cy), radius=0.0)) == 1
 
 
+def test_area_search_through_the_box_falls_back_when_the_corners_win(tmp_path: Path) -> None:
+    """Area searches run prefiltered by the circle's bounding box and cut to the circle. When
+    the best rows of the box lie in its corners (outside the circle), too few are left after
+    the cut and the search runs with the circle itself: still the n best rows inside."""
+    cx, cy, r = 0.0, 0.0, 10.0
+    rng = np.random.default_rng(21)
+    query = unit_vectors(rng, 1)[0]
+    corners = [(sx * 9.5, sy * 9.5) for sx in (-1, 1) for sy in (-1, 1)] * 15
+    near_query = query + 0.05 * unit_vectors(rng, len(corners))  # the box's best rows
+    near_query /= np.linalg.norm(near_query, axis=1, keepdims=True)
+    inside = [(float(x), float(y)) for x, y in rng.uniform(-6.0, 6.0, (40, 2))]
+    far = unit_vectors(rng, len(inside))
+    store = VectorStore(tmp_path / "v", DIM)
+    store.add(
+        [make_row(i, near_query[i], x=p[0], y=p[1], text="red chair red chair")
+         for i, p in enumerate(corners)]
+        + [make_row(100 + i, far[i], x=p[0], y=p[1], text="a red chair")
+           for i, p in enumerate(inside)]
+    )  # fmt: skip
+    store.compact()
+    where = VectorFilter(center=(cx, cy), radius=r)
+    loose = where.area_relaxed()
+    assert loose is not None and loose.box == (-10.0, 10.0, -10.0, 10.0)
+    assert store.count(loose) == len(corners) + len(inside)
+    hits = store.search(query, 10, where)
+    expected = 100 + np.argsort(-(far @ query))[:10]
+    assert [h.id for h in hits] == [f"o{i}" for i in expected]
+    words = store.keyword_search("red chair", 10, where)
+    assert len(words) == 10 and all(int(h.id[1:]) >= 100 for h in words)
+    assert all(where.in_circle(*inside[int(h.id[1:]) - 100]) for h in words)
+
+
+def test_a_known_row_count_skips_counting_and_picks_the_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """search(matching=...) takes the caller's count of the rows a filter passes (the store's
+    in-process estimate for areas) instead of counting them in LanceDB; a small count gives
+    the exact search."""
+    rng = np.random.default_rng(12)
+    count = 3_000
+    vectors = unit_vectors(rng, count)
+    xs, ys = rng.uniform(0.0, SIDE, count), rng.uniform(0.0, SIDE, count)
+    store = VectorStore(tmp_path / "v", DIM, ann_min_rows=1_000)
+    store.add([make_row(i, vectors[i], x=float(xs[i]), y=float(ys[i])) for i in range(count)])
+    store.compact()
+    assert store.stats()["ann_indexed_rows"] == count
+    counted: list[Any] = []
+    table = store._table
+    real_count = table.count_rows
+
+    def counting(*args: Any, **kwargs: Any) -> int:
+        counted.append(args)
+        return int(real_count(*args, **kwargs))
+
+    monkeypatch.setattr(table, "count_rows", counting)
+    where = VectorFilter(center=(50.0, 50.0), radius=30.0)
+    inside = np.flatnonzero(np.hypot(xs - 50.0, ys - 50.0) <= 30.0)
+    for _ in range(5):
+        query = unit_vectors(rng, 1)[0]
+        hits = store.search(query, 10, where, matching=len(inside))
+        expected = inside[np.argsort(-(vectors[inside] @ query))[:10]]
+        assert [h.id for h in hits] == [f"o{i}" for i in expected]
+    assert counted == []
+    store.search(unit_vectors(rng, 1)[0], 10, where)
+    assert counted  # without the hint the store counts
+
+
 # --- keyword search ------------------------------------------------------------------------------
 
 TEXTS = [

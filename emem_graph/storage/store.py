@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 from collections.abc import Sequence
 from datetime import timedelta
@@ -24,7 +25,7 @@ import pyarrow.compute as pc
 from emem_graph.config import MemoryConfig
 from emem_graph.errors import StorageError
 from emem_graph.ingest.embeddings import EmbeddingProvider
-from emem_graph.models import Entity, Episode, Gist, Observation, VectorHit
+from emem_graph.models import INTEROCEPTION, Entity, Episode, Gist, Observation, VectorHit
 from emem_graph.storage.changes import GraphChange
 from emem_graph.storage.entity_index import EntityIndex
 from emem_graph.storage.graph import COPY_MIN_ROWS, GraphDB, GraphTransaction
@@ -393,8 +394,39 @@ class MemoryStore:
         self, vector: np.ndarray, n: int, where: VectorFilter | None = None
     ) -> list[tuple[VectorHit, Observation | Gist | Entity]]:
         """The n nearest nodes to ``vector`` that pass the prefilter, with their records."""
-        hits = self.vectors.search(vector, n, where)
+        hits = self.vectors.search(vector, n, where, matching=self.matching_rows(where))
         return self._hydrate(hits)
+
+    def matching_rows(self, where: VectorFilter | None) -> int | None:
+        """About how many vector rows pass an area filter, from the in-process indexes (the
+        vector store would count them with a pass of the filter: 17 ms for a 1% area at 1M
+        rows); None for other filters. Observations in the circle (with the filter's layer,
+        time and body-state conditions) plus every entity: an estimate, since gists are left
+        out and entities counted wherever they are, but it only chooses between an exact and
+        an indexed search."""
+        if where is None or where.center is None or where.radius is None:
+            return None
+        if where.box is not None or where.episode_id is not None or where.source_types:
+            return None
+        if where.kinds is not None and "observation" not in where.kinds:
+            return None
+        layers = where.layers
+        if layers is not None and len(layers) != 1:
+            return None
+        radius = float(where.radius)
+        if not math.isfinite(radius) or radius < 0:
+            return None  # the vector store gives the error
+        body = not where.exclude_source_types or INTEROCEPTION not in where.exclude_source_types
+        observations = self.index.count_within(
+            float(where.center[0]),
+            float(where.center[1]),
+            radius,
+            layer=None if layers is None else layers[0],
+            time_after=where.time_after,
+            time_before=where.time_before,
+            include_body_state=body,
+        )
+        return observations + len(self.entities)
 
     def keyword(
         self, text: str, n: int, where: VectorFilter | None = None
