@@ -265,9 +265,13 @@ def test_prefilter_through_ann_index_returns_n_inside(
         (VectorFilter(episode_id="ep7"), lambda i: i // 100 == 7),
         (VectorFilter(time_after=2_000.0, time_before=2_049.0), lambda i: 2_000 <= i <= 2_049),
     ):
-        hits = store.search(unit_vectors(rng, 1)[0], 10, where)
+        query = unit_vectors(rng, 1)[0]
+        hits = store.search(query, 10, where)
         assert len(hits) == 10
         assert all(inside(int(h.id[1:])) for h in hits)
+        stored = vectors[[int(h.id[1:]) for h in hits]].astype(np.float16).astype(np.float32)
+        exact = stored @ query / np.linalg.norm(stored, axis=1)
+        assert [h.score for h in hits] == pytest.approx(exact.tolist(), abs=2e-3)
     assert len(store.search(unit_vectors(rng, 1)[0], 10)) == 10
 
 
