@@ -40,9 +40,10 @@ SCALAR_INDEXES = {"x": "BTREE", "y": "BTREE", "t": "BTREE", "kind": "BITMAP", "t
 EXACT_SEARCH_MAX_ROWS = 20_000
 """A filtered search matching at most this many rows bypasses the ANN index (exact, recall 1)."""
 ANN_NPROBES = 20
-"""IVF partitions an unfiltered search probes (of about one per 4,096 rows)."""
+"""IVF partitions a search through the ANN index probes (of about one per 4,096 rows)."""
 ANN_REFINE = 2
-"""An unfiltered search re-ranks its best ANN_REFINE x n quantised hits with the stored vectors.
+"""A search through the ANN index re-ranks its best ANN_REFINE x n quantised hits with the
+stored vectors.
 The refine step also makes the scores exact: quantised cosine distances came back off by up to
 0.3. Refining 2 x n instead of 4 x n: semantic_search 12.8 -> 11.2 ms at 100k rows, recall@10
 unchanged (tests/test_vectors.py checks recall and scores)."""
