@@ -555,6 +555,30 @@ def test_the_ann_index_finds_the_exact_neighbours(tmp_path: Path) -> None:
     assert float(np.mean(recalls)) >= 0.95
 
 
+def test_updated_rows_are_folded_back_into_the_indexes(tmp_path: Path) -> None:
+    """Updating or deleting rows takes them out of the indexes until a compaction; once
+    REWRITE_COMPACT_ROWS of them have gathered, the store compacts (a consolidation that sets
+    the tier of a lap's rows leaves no slow searches behind)."""
+    rng = np.random.default_rng(17)
+    vectors = unit_vectors(rng, 3_000)
+    store = VectorStore(tmp_path / "v", DIM)
+    store.add([make_row(i, vectors[i]) for i in range(3_000)])
+    store.compact()
+
+    def unindexed() -> int:
+        return int(store._table.index_stats("text_idx").num_unindexed_rows)
+
+    assert unindexed() == 0
+    limit = vectors_module.REWRITE_COMPACT_ROWS
+    store.set_tier([f"o{i}" for i in range(limit - 100)], "long_term")
+    assert unindexed() == limit - 100  # below the threshold: left for the next compaction
+    store.set_tier([f"o{i}" for i in range(limit - 100, limit + 100)], "long_term")
+    assert unindexed() == 0
+    assert store.count(VectorFilter(tiers=("long_term",))) == limit + 100
+    store.delete([f"o{i}" for i in range(2_000, 2_000 + limit)])
+    assert store.count() == 3_000 - limit and unindexed() == 0
+
+
 @pytest.mark.parametrize("near_excluded", [0, 200], ids=["few-excluded", "nearest-all-excluded"])
 def test_exclusion_filter_returns_the_n_nearest_rows_it_admits(
     tmp_path: Path, near_excluded: int
