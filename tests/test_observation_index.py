@@ -98,26 +98,30 @@ def test_the_memory_holds_every_tier_the_index_must_tell_apart(remembered: Any) 
     assert archived > 0
 
 
+def _random_area_read(rng: np.random.Generator, now: float) -> dict[str, Any]:
+    """A circle over (and around) the filled floor with random layer, time and body-state
+    filters, as near() / count_within() keywords."""
+    x, y = (float(v) for v in rng.uniform(-2.0, 22.0, 2))
+    return dict(
+        x=x,
+        y=y,
+        radius=float(rng.choice([0.0, 1.0, 3.0, 8.0, 50.0])),
+        time_after=None if rng.random() < 0.5 else float(rng.uniform(0, now)),
+        time_before=None if rng.random() < 0.5 else float(rng.uniform(0, now)),
+        layer=None if rng.random() < 0.5 else str(rng.choice([*LAYERS, "battery", "nope"])),
+        include_body_state=bool(rng.random() < 0.5),
+    )
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_area_reads_equal_the_cypher_query(remembered: Any, seed: int) -> None:
     memory, clock = remembered
     rng = np.random.default_rng(seed)
     for _ in range(25):
-        x, y = (float(v) for v in rng.uniform(-2.0, 22.0, 2))
-        radius = float(rng.choice([0.0, 1.0, 3.0, 8.0, 50.0]))
-        after = None if rng.random() < 0.5 else float(rng.uniform(0, clock.now))
-        before = None if rng.random() < 0.5 else float(rng.uniform(0, clock.now))
-        layer = None if rng.random() < 0.5 else str(rng.choice([*LAYERS, "battery", "nope"]))
-        body = bool(rng.random() < 0.5)
+        read = _random_area_read(rng, clock.now)
         limit = int(rng.choice([1, 3, 10, 500]))
-        expected = _cypher_near(
-            memory, x=x, y=y, radius=radius, layer=layer, time_after=after,
-            time_before=before, include_body_state=body, limit=limit,
-        )  # fmt: skip
-        got = memory.store.index.near(
-            x, y, radius, layer=layer, time_after=after, time_before=before,
-            include_body_state=body, limit=limit,
-        )  # fmt: skip
+        expected = _cypher_near(memory, **read, limit=limit)
+        got = memory.store.index.near(**read, limit=limit)
         assert got == expected
 
 
@@ -239,15 +243,9 @@ def test_count_within_equals_a_count_of_the_area_read(remembered: Any, seed: int
     index = memory.store.index
     rng = np.random.default_rng(100 + seed)
     for _ in range(25):
-        x, y = (float(v) for v in rng.uniform(-2.0, 22.0, 2))
-        radius = float(rng.choice([0.0, 1.0, 3.0, 8.0, 50.0]))
-        after = None if rng.random() < 0.5 else float(rng.uniform(0, clock.now))
-        before = None if rng.random() < 0.5 else float(rng.uniform(0, clock.now))
-        layer = None if rng.random() < 0.5 else str(rng.choice([*LAYERS, "battery", "nope"]))
-        body = bool(rng.random() < 0.5)
-        filters = dict(layer=layer, time_after=after, time_before=before, include_body_state=body)
-        expected = len(index.near(x, y, radius, limit=100_000, **filters))  # type: ignore[arg-type]
-        assert index.count_within(x, y, radius, **filters) == expected  # type: ignore[arg-type]
+        read = _random_area_read(rng, clock.now)
+        expected = len(index.near(**read, limit=100_000))
+        assert index.count_within(**read) == expected
 
 
 def test_an_empty_index_answers_nothing() -> None:

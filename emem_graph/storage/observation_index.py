@@ -224,6 +224,8 @@ class ObservationIndex:
     ) -> list[str]:
         """Ids of the ``limit`` observations (not archived) nearest (x, y) within ``radius``,
         nearest first (ties by id), as queries/observations_nearest.cypher ranks them."""
+        if layer is not None and layer not in self._layer_code:
+            return []
         snap = self._snapshot().window(time_after, time_before)
         filters = (layer, time_after, time_before, include_body_state)
         candidates = self._ring_candidates(snap, x, y, radius, limit, filters)
@@ -231,11 +233,7 @@ class ObservationIndex:
             candidates = self._in_cells(snap, x, y, radius)
         if candidates is not None:
             snap = snap.take(candidates)
-        mask = self._filter(snap, layer, time_after, time_before, include_body_state)
-        if mask is None:
-            return []
-        d2 = (snap.x - x) ** 2 + (snap.y - y) ** 2
-        rows = np.flatnonzero(mask & (d2 <= radius * radius))
+        rows, d2 = self._inside(snap, x, y, radius, filters)
         if rows.size > limit:
             # Only the rows up to the limit-th distance (ties included) need the exact ranking.
             cut = np.partition(d2[rows], limit - 1)[limit - 1]
@@ -295,11 +293,8 @@ class ObservationIndex:
         candidates = self._in_cells(snap, x, y, radius)
         if candidates is not None:
             snap = snap.take(candidates)
-        mask = self._filter(snap, layer, time_after, time_before, include_body_state)
-        if mask is None:
-            return 0
-        mask &= (snap.x - x) ** 2 + (snap.y - y) ** 2 <= radius * radius
-        return int(np.count_nonzero(mask))
+        filters = (layer, time_after, time_before, include_body_state)
+        return int(self._inside(snap, x, y, radius, filters)[0].size)
 
     def latest_body_state(self, layers: Sequence[str] | None = None) -> list[str]:
         """Ids of the latest body-state reading that has text, one per layer, by layer name."""
@@ -423,12 +418,8 @@ class ObservationIndex:
                 break  # the visited cells hold the whole circle
             if local.size >= limit:
                 local.sort()
-                near = snap.take(local)
-                mask = self._filter(near, *filters)
-                if mask is None:
-                    break  # an unknown layer: nothing passes anywhere
-                d2 = (near.x - x) ** 2 + (near.y - y) ** 2
-                passing = d2[mask & (d2 <= radius * radius)]
+                rows, d2 = self._inside(snap.take(local), x, y, radius, filters)
+                passing = d2[rows]
                 if passing.size >= limit and np.partition(passing, limit - 1)[limit - 1] < (
                     reach * reach
                 ):
@@ -436,6 +427,23 @@ class ObservationIndex:
             ring += 1
         local.sort()
         return local
+
+    def _inside(
+        self,
+        snap: _Snapshot,
+        x: float,
+        y: float,
+        radius: float,
+        filters: tuple[str | None, float | None, float | None, bool],
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of ``snap`` that pass ``filters`` (layer, time_after, time_before,
+        include_body_state; never archived) and lie within ``radius`` of (x, y), and the
+        squared distance of every row of ``snap``."""
+        d2: np.ndarray = (snap.x - x) ** 2 + (snap.y - y) ** 2
+        mask = self._filter(snap, *filters)
+        if mask is None:  # an unknown layer: nothing passes
+            return np.empty(0, dtype=np.int64), d2
+        return np.flatnonzero(mask & (d2 <= radius * radius)), d2
 
     def _in_cells(self, snap: _Snapshot, x: float, y: float, radius: float) -> np.ndarray | None:
         """Rows of ``snap`` (sorted) in the grid cells a circle covers; None when they are too
