@@ -181,9 +181,7 @@ class HybridSearch:
             if terms
             else None
         )
-        dense = self._store.vectors.search(
-            vector, depth, where, matching=self._store.matching_rows(where)
-        )
+        dense = self._store.vector_hits(vector, depth, where)
         keyword = pending.result() if pending is not None else []
         similarity = {hit.id: hit.score for hit in dense}
         kinds = {hit.id: hit.kind for hit in dense}

@@ -394,8 +394,14 @@ class MemoryStore:
         self, vector: np.ndarray, n: int, where: VectorFilter | None = None
     ) -> list[tuple[VectorHit, Observation | Gist | Entity]]:
         """The n nearest nodes to ``vector`` that pass the prefilter, with their records."""
-        hits = self.vectors.search(vector, n, where, matching=self.matching_rows(where))
-        return self._hydrate(hits)
+        return self._hydrate(self.vector_hits(vector, n, where))
+
+    def vector_hits(
+        self, vector: np.ndarray, n: int, where: VectorFilter | None = None
+    ) -> list[VectorHit]:
+        """The n nearest vector rows passing the prefilter (ids, kinds, similarities), an area
+        filter's row count estimated from the in-process indexes (matching_rows)."""
+        return self.vectors.search(vector, n, where, matching=self.matching_rows(where))
 
     def matching_rows(self, where: VectorFilter | None) -> int | None:
         """About how many vector rows pass an area filter, from the in-process indexes (the
