@@ -366,3 +366,20 @@ def test_area_filters_are_counted_from_the_index(remembered: Any) -> None:
     assert store.matching_rows(VectorFilter(layers=("captions",))) is None
     assert store.matching_rows(replace(where, episode_id="e1")) is None
     assert store.matching_rows(replace(where, kinds=("gist",))) is None
+
+
+def test_a_read_begun_before_a_tier_change_sees_the_tiers_it_began_with() -> None:
+    """set_tier writes a new tier column (copy on write) instead of changing the one a reader
+    took with its snapshot, so a snapshot is not copied at every read and stays consistent."""
+    rng = np.random.default_rng(8)
+    observations = [_observation(i, float(i), rng) for i in range(50)]
+    index = ObservationIndex()
+    index.append(observations)
+    before = index._snapshot()
+    index.set_tier([o.id for o in observations[:10]], "archived")
+    after = index._snapshot()
+    assert not (before.tier == 3).any()
+    assert (after.tier[:10] == 3).all() and not (after.tier[10:] == 3).any()
+    assert all(
+        o.id not in index.near(o.x, o.y, 0.0, include_body_state=True) for o in observations[:10]
+    )
