@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from emem_graph.models import AGENT_NOTE, INTEROCEPTION, Observation, Tier
 from emem_graph.storage.records import metadata_of
+from emem_graph.storage.sketch import VectorSketch
 
 TIERS: tuple[Tier, ...] = ("working", "short_term", "long_term", "archived")
 _TIER_CODE: dict[str, int] = {tier: code for code, tier in enumerate(TIERS)}
@@ -130,6 +131,9 @@ class ObservationIndex:
         """Whether every row so far came in time order (then windows are found by bisection
         and latest readings by scanning back from the end, not by a pass over every row)."""
         self._body_codes: set[int] = set()
+        self.sketch: VectorSketch | None = None
+        """int8 copies of the observation vectors by row (MemoryStore fills it when the
+        area sketch is on); None when off."""
 
     def __len__(self) -> int:
         return self._n
@@ -299,6 +303,44 @@ class ObservationIndex:
             snap = snap.take(candidates)
         filters = (layer, time_after, time_before, include_body_state)
         return int(self._inside(snap, x, y, radius, filters)[0].size)
+
+    def nearest_to_vector(
+        self,
+        query: np.ndarray,
+        x: float,
+        y: float,
+        radius: float,
+        *,
+        layer: str | None = None,
+        time_after: float | None = None,
+        time_before: float | None = None,
+        include_body_state: bool = False,
+        limit: int = 10,
+    ) -> list[tuple[str, float]]:
+        """The ``limit`` observations (not archived) within ``radius`` of (x, y) whose sketch
+        vectors are most similar to ``query``: (id, similarity), best first (ties by id).
+        Rows without a sketch vector are left out; nothing without a sketch."""
+        sketch = self.sketch
+        if sketch is None or limit < 1 or (layer is not None and layer not in self._layer_code):
+            return []
+        snap = self._snapshot().window(time_after, time_before)
+        candidates = self._in_cells(snap, x, y, radius)
+        if candidates is not None:
+            snap = snap.take(candidates)
+        filters = (layer, time_after, time_before, include_body_state)
+        rows = snap.rows(self._inside(snap, x, y, radius, filters)[0])
+        scores = sketch.scores(rows, query)
+        held = np.flatnonzero(~np.isnan(scores))
+        rows, scores = rows[held], scores[held]
+        if rows.size > limit:
+            # Only the rows down to the limit-th score (ties included) need the exact ranking.
+            cut = np.partition(scores, rows.size - limit)[rows.size - limit]
+            rows, scores = rows[scores >= cut], scores[scores >= cut]
+        ranked = sorted(
+            zip(scores.tolist(), rows.tolist(), strict=True),
+            key=lambda pair: (-pair[0], self._ids[pair[1]]),
+        )
+        return [(self._ids[row], score) for score, row in ranked[:limit]]
 
     def latest_body_state(self, layers: Sequence[str] | None = None) -> list[str]:
         """Ids of the latest body-state reading that has text, one per layer, by layer name."""

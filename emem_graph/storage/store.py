@@ -14,6 +14,8 @@ import logging
 import math
 import threading
 from collections.abc import Sequence
+from contextlib import closing
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,7 @@ from emem_graph.storage.records import (
     vector_row,
     vector_text,
 )
+from emem_graph.storage.sketch import VectorSketch
 from emem_graph.storage.vectors import VectorFilter, VectorRow, VectorStore
 
 log = logging.getLogger(__name__)
@@ -100,11 +103,28 @@ class MemoryStore:
             self.graph.close()
             raise
         self.read_only = read_only
+        self._sketch_loaded = threading.Event()
+        self._closing = threading.Event()
+        self._sketch_loader: threading.Thread | None = None
+        # Not for a read-only open (the command line's cypher, export, stats, map): it makes
+        # no searches worth loading the sketch for.
+        sketched = config.area_sketch and not read_only
+        if sketched:
+            self.index.sketch = VectorSketch(embedder.dim)
+            self.vectors.listen(self._follow_vectors)
         if not read_only:
             self.reconcile()
+        if sketched:
+            self._sketch_loader = threading.Thread(
+                target=self._load_sketch, name="emem-sketch", daemon=True
+            )
+            self._sketch_loader.start()
 
     def close(self) -> None:
         """Confirm finished vector work in the journal and close both stores."""
+        self._closing.set()
+        if self._sketch_loader is not None:
+            self._sketch_loader.join()
         with self._write_lock:
             try:
                 if not self.read_only:
@@ -399,40 +419,63 @@ class MemoryStore:
     def vector_hits(
         self, vector: np.ndarray, n: int, where: VectorFilter | None = None
     ) -> list[VectorHit]:
-        """The n nearest vector rows passing the prefilter (ids, kinds, similarities), an area
-        filter's row count estimated from the in-process indexes (matching_rows)."""
-        return self.vectors.search(vector, n, where, matching=self.matching_rows(where))
+        """The n nearest vector rows passing the prefilter (ids, kinds, similarities). An area
+        filter's row count is estimated from the in-process indexes (matching_rows); an area
+        holding at least ``sketch_min_rows`` rows is searched in process (the observations'
+        vector sketch and the vector store's copy of the gist and entity rows), any other
+        search by LanceDB."""
+        matching = self.matching_rows(where)
+        if (
+            where is not None
+            and matching is not None
+            and matching >= self.config.sketch_min_rows
+            and self._sketch_loaded.is_set()
+        ):
+            found = self._sketch_hits(vector, n, where)
+            if found is not None:
+                return found
+        return self.vectors.search(vector, n, where, matching=matching)
 
     def matching_rows(self, where: VectorFilter | None) -> int | None:
         """About how many vector rows pass an area filter, from the in-process indexes (the
         vector store would count them with a pass of the filter: 17 ms for a 1% area at 1M
         rows); None for other filters. Observations in the circle (with the filter's layer,
         time and body-state conditions) plus every entity: an estimate, since gists are left
-        out and entities counted wherever they are, but it only chooses between an exact and
-        an indexed search."""
-        if where is None or where.center is None or where.radius is None:
+        out and entities counted wherever they are, but it only chooses between an exact, an
+        indexed and an in-process search."""
+        area = _index_area(where)
+        if area is None:
             return None
-        if where.box is not None or where.episode_id is not None or where.source_types:
+        return self.index.count_within(**area) + len(self.entities)
+
+    def wait_for_sketch(self, timeout: float | None = None) -> bool:
+        """Wait until the vector sketch holds every observation vector of the open (it is
+        loaded in the background; areas are searched by LanceDB meanwhile). True when loaded,
+        False on timeout or with the sketch off."""
+        if self.index.sketch is None:
+            return False
+        return self._sketch_loaded.wait(timeout)
+
+    def _sketch_hits(
+        self, vector: np.ndarray, n: int, where: VectorFilter
+    ) -> list[VectorHit] | None:
+        """An area search in process, or None when the filter has conditions the observation
+        index does not hold (then LanceDB searches). _index_area admits only filters whose
+        kinds include observations."""
+        area = _index_area(where)
+        if area is None or where.tiers is not None:
             return None
-        if where.kinds is not None and "observation" not in where.kinds:
+        if set(where.exclude_tiers or ()) != {"archived"}:
+            return None  # the index never answers archived rows, and only leaves those out
+        if not set(where.exclude_source_types or ()) <= {INTEROCEPTION}:
             return None
-        layers = where.layers
-        if layers is not None and len(layers) != 1:
-            return None
-        radius = float(where.radius)
-        if not math.isfinite(radius) or radius < 0:
-            return None  # the vector store gives the error
-        body = not where.exclude_source_types or INTEROCEPTION not in where.exclude_source_types
-        observations = self.index.count_within(
-            float(where.center[0]),
-            float(where.center[1]),
-            radius,
-            layer=None if layers is None else layers[0],
-            time_after=where.time_after,
-            time_before=where.time_before,
-            include_body_state=body,
-        )
-        return observations + len(self.entities)
+        nearest = self.index.nearest_to_vector(vector, limit=n, **area)
+        hits = [VectorHit(id=i, kind="observation", score=s) for i, s in nearest]
+        others = tuple(k for k in where.kinds or ("gist", "entity") if k != "observation")
+        if others:
+            hits += self.vectors.search_others(vector, n, replace(where, kinds=others))
+        hits.sort(key=lambda hit: (-hit.score, hit.id))
+        return hits[:n]
 
     def keyword(
         self, text: str, n: int, where: VectorFilter | None = None
@@ -484,6 +527,36 @@ class MemoryStore:
                 [e for e, _ in change.sightings],
                 self.index.rows_of([o for _, o in change.sightings]),
             )
+
+    def _follow_vectors(
+        self, rows: Sequence[VectorRow], stored: np.ndarray | None, deleted: Sequence[str]
+    ) -> None:
+        """Keep the sketch with the observation vectors LanceDB holds (a VectorStore listener,
+        in the writer's thread): the stored values, as the loader at open reads them."""
+        sketch = self.index.sketch
+        if sketch is None:
+            return
+        chosen = [at for at, r in enumerate(rows) if r.kind == "observation"]
+        if chosen and stored is not None:
+            sketch.put(self.index.rows_of([rows[at].id for at in chosen]), stored[chosen])
+        if deleted:
+            sketch.clear(self.index.rows_of(list(deleted)))
+
+    def _load_sketch(self) -> None:
+        """Fill the sketch with the observation vectors LanceDB held at open (in the
+        background: 4-5 s at 1M observations). Vectors the writer put meanwhile win."""
+        sketch = self.index.sketch
+        try:
+            if sketch is not None:
+                with closing(self.vectors.scan_vectors("observation")) as batches:
+                    for ids, vectors in batches:
+                        if self._closing.is_set():
+                            return
+                        sketch.put(self.index.rows_of(ids), vectors, only_missing=True)
+                self._sketch_loaded.set()
+        except (StorageError, OSError, RuntimeError, ValueError) as exc:
+            # Searches go on through LanceDB: slower in large areas, never wrong.
+            log.warning("vector sketch not loaded, areas are searched by LanceDB: %s", exc)
 
     def _load_entities(self) -> None:
         rows = self.graph.query("all_entities")
@@ -596,3 +669,32 @@ class MemoryStore:
                 records.update(self._fetch(kind, ids))
         # A hit whose node is gone (deleted between the two stores) is dropped, not returned.
         return [(h, records[h.id]) for h in hits if h.id in records]
+
+
+def _index_area(where: VectorFilter | None) -> dict[str, Any] | None:
+    """The observation-index reading (count_within / nearest_to_vector keywords) of an area
+    filter, or None when the filter has no circle or a condition the index does not hold
+    (a box, an episode, a source-type list, kinds without observations, several layers)."""
+    if where is None or where.center is None or where.radius is None:
+        return None
+    if where.box is not None or where.episode_id is not None or where.source_types:
+        return None
+    if where.kinds is not None and "observation" not in where.kinds:
+        return None
+    layers = where.layers
+    if layers is not None and len(layers) != 1:
+        return None
+    radius = float(where.radius)
+    if not math.isfinite(radius) or radius < 0:
+        return None  # the vector store gives the error
+    return {
+        "x": float(where.center[0]),
+        "y": float(where.center[1]),
+        "radius": radius,
+        "layer": None if layers is None else layers[0],
+        "time_after": where.time_after,
+        "time_before": where.time_before,
+        "include_body_state": (
+            not where.exclude_source_types or INTEROCEPTION not in where.exclude_source_types
+        ),
+    }
