@@ -3,6 +3,7 @@ eMEM on it, and turn the measurements into figures."""
 
 from __future__ import annotations
 
+import gc
 import shutil
 import time
 from dataclasses import dataclass
@@ -204,6 +205,9 @@ def _measure(
         subject.consolidate(memory)
         consolidate_s = time.perf_counter() - started
         clock.now = work.now
+        # The ingest's garbage is collected before the timed calls, for every subject alike:
+        # otherwise a full collection over it may land inside one of them.
+        gc.collect()
         with _bar(11 * repeats, f"tools {subject.name}", progress) as bar:
             tools = measure_tools(tool_calls(memory, work), repeats, bar)
     finally:

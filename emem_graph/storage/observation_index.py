@@ -8,7 +8,8 @@ columns (no vectors) in NumPy arrays and lists, is rebuilt from the graph on ope
 every committed write: appends from the flush, tier changes and archival from GraphChanges. The
 graph stays the source of truth; the index is never written to disk.
 
-Memory: about 150 bytes per observation plus its text (~250 MB at 1M observations).
+Memory: about 150 bytes per observation plus its text (~250 MB at 1M observations), and the
+vector sketch (storage/sketch.py) when the store keeps one.
 """
 
 from __future__ import annotations
