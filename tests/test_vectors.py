@@ -644,6 +644,46 @@ def test_rows_added_after_an_ann_build_are_folded_in_and_retraining_waits_for_do
     assert store.search(vectors[2_500], 1)[0].id == make_row(2_500, vectors[2_500]).id
 
 
+def _ann_segments(store: VectorStore) -> int:
+    return next(int(i.num_segments) for i in store._table.list_indices() if i.columns == ["vector"])
+
+
+def test_delta_segments_of_the_ann_index_are_merged_by_a_retraining(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each compaction that indexes new rows adds a delta segment to the ANN index, and
+    searches probe every segment; past ANN_MAX_SEGMENTS a compaction retrains the index into
+    one, no sooner than the last training's duration / ANN_TRAIN_SHARE after it."""
+    rng = np.random.default_rng(9)
+    vectors = unit_vectors(rng, 1_400)
+    monkeypatch.setattr(vectors_module, "ANN_MAX_SEGMENTS", 3)
+
+    def grow(store: VectorStore, start: int, compactions: int) -> list[int]:
+        seen = []
+        for k in range(compactions):
+            at = start + 20 * k
+            store.add([make_row(i, vectors[i]) for i in range(at, at + 20)])
+            store.compact()
+            seen.append(_ann_segments(store))
+        return seen
+
+    store = VectorStore(tmp_path / "merged", DIM, ann_min_rows=1_000)
+    store.add([make_row(i, vectors[i]) for i in range(1_000)])
+    store.compact()
+    monkeypatch.setattr(vectors_module, "ANN_TRAIN_SHARE", 1e9)  # no wait between trainings
+    merged = grow(store, 1_000, 12)
+    assert max(merged) <= 4 and merged.count(1) >= 2, merged
+    assert store.stats()["ann_indexed_rows"] == 1_240
+
+    # The rate limit: right after a training that took any time at all, none for segments.
+    monkeypatch.setattr(vectors_module, "ANN_TRAIN_SHARE", 1e-9)
+    control = VectorStore(tmp_path / "control", DIM, ann_min_rows=1_000)
+    control.add([make_row(i, vectors[i]) for i in range(1_000)])
+    control.compact()
+    assert grow(control, 1_000, 8) == list(range(2, 10))
+    assert control.search(vectors[1_150], 1)[0].id == make_row(1_150, vectors[1_150]).id
+
+
 def test_the_writers_compaction_builds_the_ann_index_on_a_thread_while_appends_go_on(
     tmp_path: Path,
 ) -> None:
