@@ -55,8 +55,8 @@ every segment: at 100k rows a search took 14.6 ms over 1 segment, 17.7 over 11, 
 57 over 101."""
 ANN_TRAIN_SHARE = 0.1
 """A retraining for segments starts no sooner than the last training's duration / this share
-after it ended: training takes at most about a tenth of the time (a 1M-row index takes about
-a minute to train on 2 cores)."""
+after it ended: training takes at most about a tenth of the time (the benchmark's 1M-row
+index took about two minutes to train on 2 cores)."""
 REWRITE_COMPACT_ROWS = 1_000
 """Rows updated or deleted since the last compaction that start one (besides every
 compact_every commits). A rewritten row leaves the indexes until the next compaction folds it
