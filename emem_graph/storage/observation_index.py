@@ -298,12 +298,8 @@ class ObservationIndex:
     ) -> int:
         """How many observations (not archived) lie within ``radius`` of (x, y), in the layer
         and time window when given."""
-        snap = self._snapshot().window(time_after, time_before)
-        candidates = self._in_cells(snap, x, y, radius)
-        if candidates is not None:
-            snap = snap.take(candidates)
         filters = (layer, time_after, time_before, include_body_state)
-        return int(self._inside(snap, x, y, radius, filters)[0].size)
+        return int(self._within(x, y, radius, filters).size)
 
     def nearest_to_vector(
         self,
@@ -324,12 +320,8 @@ class ObservationIndex:
         sketch = self.sketch
         if sketch is None or limit < 1 or (layer is not None and layer not in self._layer_code):
             return []
-        snap = self._snapshot().window(time_after, time_before)
-        candidates = self._in_cells(snap, x, y, radius)
-        if candidates is not None:
-            snap = snap.take(candidates)
         filters = (layer, time_after, time_before, include_body_state)
-        rows = snap.rows(self._inside(snap, x, y, radius, filters)[0])
+        rows = self._within(x, y, radius, filters)
         scores = sketch.scores(rows, query)
         held = np.flatnonzero(~np.isnan(scores))
         rows, scores = rows[held], scores[held]
@@ -474,6 +466,22 @@ class ObservationIndex:
             ring += 1
         local.sort()
         return local
+
+    def _within(
+        self,
+        x: float,
+        y: float,
+        radius: float,
+        filters: tuple[str | None, float | None, float | None, bool],
+    ) -> np.ndarray:
+        """Rows of the whole index (ascending) within ``radius`` of (x, y) that pass
+        ``filters``, gathered from the grid cells the circle covers (count_within,
+        nearest_to_vector)."""
+        snap = self._snapshot().window(filters[1], filters[2])
+        candidates = self._in_cells(snap, x, y, radius)
+        if candidates is not None:
+            snap = snap.take(candidates)
+        return snap.rows(self._inside(snap, x, y, radius, filters)[0])
 
     def _inside(
         self,

@@ -696,9 +696,7 @@ class VectorStore:
                     .limit(len(chunk))
                     .to_arrow()
                 )
-                numbers = table.column("vector").combine_chunks().flatten()
-                matrix = numbers.to_numpy(zero_copy_only=False).astype(np.float32)
-                matrix = matrix.reshape(-1, self.dim)
+                matrix = _stored_vectors(table, self.dim)
                 for row, node_id in enumerate(table.column("id").to_pylist()):
                     found[str(node_id)] = matrix[row]
         return found
