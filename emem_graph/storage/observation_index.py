@@ -243,16 +243,7 @@ class ObservationIndex:
         if candidates is not None:
             snap = snap.take(candidates)
         rows, d2 = self._inside(snap, x, y, radius, filters)
-        if rows.size > limit:
-            # Only the rows up to the limit-th distance (ties included) need the exact ranking.
-            cut = np.partition(d2[rows], limit - 1)[limit - 1]
-            rows = rows[d2[rows] <= cut]
-        whole = snap.rows(rows)
-        ranked = sorted(
-            zip(rows.tolist(), whole.tolist(), strict=True),
-            key=lambda pair: (d2[pair[0]], self._ids[pair[1]]),
-        )
-        return [self._ids[row] for _, row in ranked[:limit]]
+        return [self._ids[row] for row, _ in self._ranked(snap.rows(rows), d2[rows], limit)]
 
     def in_window(
         self,
@@ -324,16 +315,8 @@ class ObservationIndex:
         rows = self._within(x, y, radius, filters)
         scores = sketch.scores(rows, query)
         held = np.flatnonzero(~np.isnan(scores))
-        rows, scores = rows[held], scores[held]
-        if rows.size > limit:
-            # Only the rows down to the limit-th score (ties included) need the exact ranking.
-            cut = np.partition(scores, rows.size - limit)[rows.size - limit]
-            rows, scores = rows[scores >= cut], scores[scores >= cut]
-        ranked = sorted(
-            zip(scores.tolist(), rows.tolist(), strict=True),
-            key=lambda pair: (-pair[0], self._ids[pair[1]]),
-        )
-        return [(self._ids[row], score) for score, row in ranked[:limit]]
+        ranked = self._ranked(rows[held], -scores[held], limit)
+        return [(self._ids[row], -key) for row, key in ranked]
 
     def latest_body_state(self, layers: Sequence[str] | None = None) -> list[str]:
         """Ids of the latest body-state reading that has text, one per layer, by layer name."""
@@ -466,6 +449,19 @@ class ObservationIndex:
             ring += 1
         local.sort()
         return local
+
+    def _ranked(self, rows: np.ndarray, keys: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        """The ``limit`` rows (of the whole index) with the smallest keys, as (row, key),
+        smallest first, ties by id (near: squared distance; nearest_to_vector: -similarity)."""
+        if rows.size > limit:
+            # Only the rows up to the limit-th key (ties included) need the exact ranking.
+            cut = np.partition(keys, limit - 1)[limit - 1]
+            rows, keys = rows[keys <= cut], keys[keys <= cut]
+        ranked = sorted(
+            zip(rows.tolist(), keys.tolist(), strict=True),
+            key=lambda pair: (pair[1], self._ids[pair[0]]),
+        )
+        return ranked[:limit]
 
     def _within(
         self,
