@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+import zlib
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,9 @@ from emem_graph.storage import vectors as vectors_module
 from emem_graph.storage.vectors import VectorFilter, VectorRow, VectorStore
 
 DIM = 384
+FLOAT16_TIE = 2e-3
+"""Scores this close are ties for a store holding float16 vectors (each number rounded to
+1 part in 2,048)."""
 
 
 def unit_vectors(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -209,16 +213,21 @@ def test_prefilter_returns_exactly_n_nearest_inside(
     mask = inside(data)
     assert mask.sum() >= n  # the filter holds enough rows (about 1% of the store)
     assert store.count(where) == int(mask.sum())
-    query = unit_vectors(np.random.default_rng(hash(name) % 1000 + n), 1)[0]
+    # A seed fixed per case (hash() of a str changes with every interpreter).
+    query = unit_vectors(np.random.default_rng(zlib.crc32(name.encode()) % 1000 + n), 1)[0]
     hits = store.search(query, n, where)
     assert len(hits) == n
     ids = [int(h.id[1:]) for h in hits]
     assert all(mask[i] for i in ids)
-    # Exact: the same neighbours as a NumPy scan of the filtered rows.
+    # Exact: the same neighbours as a NumPy scan of the filtered rows, up to rows tied with the
+    # n-th within the float16 rounding of the stored vectors.
     candidates = np.flatnonzero(mask)
     scores = data["vectors"][candidates] @ query
-    expected = candidates[np.argsort(-scores)[:n]]
-    assert set(ids) == set(expected.tolist())
+    order = np.argsort(-scores)
+    expected = candidates[order[:n]]
+    nth = float(scores[order[n - 1]])
+    tied = set(candidates[np.abs(scores - nth) <= FLOAT16_TIE].tolist())
+    assert set(ids) - tied == set(expected.tolist()) - tied
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
