@@ -43,6 +43,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from emem_graph.bench.report import previous_run
 
     previous = None
+    if args.scale_from and args.scale_with:
+        raise SystemExit("emem-graph bench: --scale-from and --scale-with exclude each other")
     if args.scale_from:
         try:
             previous = previous_run(json.loads(Path(args.scale_from).read_text()))
@@ -59,9 +61,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         keep=args.keep,
         progress=not args.quiet,
         extract_n=args.extract_n,
+        scale_n=args.scale_with,
     )
     if args.json:
-        print(json.dumps(to_json(result.setup, result.figures), indent=2))
+        print(json.dumps(to_json(result.setup, result.figures, previous), indent=2))
     else:
         print(table(result.setup, result.figures, previous), end="")
     return 0
@@ -479,6 +482,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RUN.json",
         help="the --json output of a smaller run: add each figure's ratio to it, and check "
         "that p50 latencies grew at most 2x (issue 5: 1M against 100k)",
+    )
+    bench.add_argument(
+        "--scale-with",
+        type=int,
+        metavar="N",
+        help="also write a patrol of N (< --n) observations to a second memory and time every "
+        "tool on both memories in turn: the p50 latency ratios to it measured in this run",
     )
     bench.add_argument("--json", action="store_true", help="print JSON instead of the table")
     bench.add_argument("--keep", action="store_true", help="keep the scratch databases")

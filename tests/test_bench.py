@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -12,9 +13,11 @@ import pytest
 
 from emem_graph.bench import TOOLS, patrol_workload
 from emem_graph.bench.compare import emem_version
+from emem_graph.bench.drive import measure_side_by_side
 from emem_graph.bench.report import SECTIONS, Figure, previous_run, table
 from emem_graph.bench.workload import BODY_LAYER, LAYERS, PERIOD
 from emem_graph.cli import main
+from emem_graph.explore.stats import memory_stats
 
 FIGURES = (
     ["ingest, no entity extraction", "ingest, with entity extraction"]
@@ -152,3 +155,67 @@ def test_scale_from_a_file_that_is_not_bench_json_is_a_clear_error(tmp_path: Pat
     wrong.write_text('{"rows": []}')
     with pytest.raises(SystemExit, match=r"--scale-from .*run\.json: not the JSON of"):
         main(_bench(tmp_path, "--scale-from", str(wrong)))
+
+
+def test_scale_with_times_each_tool_on_a_smaller_memory_written_in_the_same_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_bench(tmp_path, "--n", "2000", "--scale-with", "700", "--json", "--keep")) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["scale"]["n"] == 700
+    # The smaller memory is a patrol of its own, written beside the larger one.
+    assert memory_stats(tmp_path / "b" / "scale").nodes["Observation"] == 700
+    assert memory_stats(tmp_path / "b" / "ours").nodes["Observation"] == 2000
+    figures = {f["name"]: f for rows in result["sections"].values() for f in rows}
+    latency = [name for name in FIGURES if figures[name]["unit"] == "ms"]
+    assert len(latency) == 2 * len(TOOLS) + 2 and set(result["scale"]["ours"]) == set(latency)
+    for name in latency:
+        smaller = result["scale"]["ours"][name]
+        scaling = figures[name]["scaling"]
+        assert smaller > 0 and scaling["n"] == 700
+        assert scaling["ratio"] == pytest.approx(figures[name]["ours"] / smaller, rel=2e-3)
+        assert scaling["met"] is ((scaling["ratio"] <= 2.0) if name.endswith("p50") else None)
+    for name in set(FIGURES) - set(latency):  # ingest, counts, reopen, disk: not measured twice
+        assert "scaling" not in figures[name]
+
+    assert main(_bench(tmp_path, "--n", "2000", "--scale-with", "700")) == 0
+    out = capsys.readouterr().out
+    assert "vs 700 = emem_graph here / emem_graph at 700 observations (measured in this run" in out
+    rows = {line.split("  ")[0].strip(): line.split() for line in out.splitlines()}
+    assert rows["recall p50"][-1] in ("ok", "MISS") and rows["recall p95"][-1].endswith("x")
+
+
+def test_scale_with_needs_a_smaller_patrol_and_excludes_scale_from(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_bench(tmp_path, "--scale-with", "1000")) == 2
+    assert "--scale-with 1000: the smaller patrol needs 1 to 999 observations" in (
+        capsys.readouterr().err
+    )
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps({"n": 10, "sections": {}}))
+    with pytest.raises(SystemExit, match="--scale-from and --scale-with exclude each other"):
+        main(_bench(tmp_path, "--scale-with", "500", "--scale-from", str(run)))
+    assert not (tmp_path / "b").exists()
+
+
+def test_side_by_side_timing_alternates_between_the_memories_call_by_call() -> None:
+    calls: list[tuple[str, str, int]] = []
+
+    def side(label: str) -> dict[str, Callable[[int], object]]:
+        def tool(name: str) -> Callable[[int], object]:
+            def call(i: int) -> str:
+                calls.append((label, name, i))
+                return "1. a\n2. b"
+
+            return call
+
+        return {name: tool(name) for name in ("semantic_search", "recall")}
+
+    large, small = measure_side_by_side([side("large"), side("small")], repeats=3)
+    warm = [("large", "semantic_search", 0), ("small", "semantic_search", 0)]
+    turns = [(label, "semantic_search", i) for i in (1, 2, 3) for label in ("large", "small")]
+    assert calls[:8] == warm + turns
+    assert [c[1] for c in calls[8:]] == ["recall"] * 8
+    assert set(large) == set(small) == {"semantic_search", "recall"}
+    assert large["semantic_search"]["results"] == small["semantic_search"]["results"] == 2.0

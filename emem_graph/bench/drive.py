@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -219,19 +219,22 @@ def result_count(answer: object) -> int:
 
 
 def latencies(
-    run: Callable[[int], object], repeats: int, bar: tqdm[Any] | None = None
-) -> tuple[list[float], list[object]]:
-    """Milliseconds of ``repeats`` calls (after one warm-up call) and their answers."""
-    run(0)  # warm caches and connections
-    times: list[float] = []
-    answers: list[object] = []
+    runs: Sequence[Callable[[int], object]], repeats: int, bar: tqdm[Any] | None = None
+) -> list[tuple[list[float], list[object]]]:
+    """Milliseconds of ``repeats`` calls of each run (after one warm-up call each) and their
+    answers. Several runs are called in turn, query by query (run 1 with query 1, run 2 with
+    query 1, run 1 with query 2, ...), so a slower spell of the machine falls on all alike."""
+    for run in runs:
+        run(0)  # warm caches and connections
+    measured: list[tuple[list[float], list[object]]] = [([], []) for _ in runs]
     for i in range(1, repeats + 1):
-        started = time.perf_counter()
-        answers.append(run(i))
-        times.append((time.perf_counter() - started) * 1000.0)
-        if bar is not None:
-            bar.update(1)
-    return times, answers
+        for run, (times, answers) in zip(runs, measured, strict=True):
+            started = time.perf_counter()
+            answers.append(run(i))
+            times.append((time.perf_counter() - started) * 1000.0)
+            if bar is not None:
+                bar.update(1)
+    return measured
 
 
 def percentiles(times_ms: list[float]) -> dict[str, float]:
@@ -244,13 +247,25 @@ def measure_tools(
     calls: Mapping[str, Callable[[int], object]], repeats: int, bar: tqdm[Any] | None = None
 ) -> dict[str, dict[str, float]]:
     """p50/p95 of each call; for the two semantic searches also the mean result count."""
-    measured: dict[str, dict[str, float]] = {}
-    for name, run in calls.items():
-        times, answers = latencies(run, repeats, bar)
-        row = percentiles(times)
-        if name in ("semantic_search", AREA_SEARCH):
-            row["results"] = float(np.mean([result_count(a) for a in answers]))
-        measured[name] = row
+    return measure_side_by_side([calls], repeats, bar)[0]
+
+
+def measure_side_by_side(
+    sides: Sequence[Mapping[str, Callable[[int], object]]],
+    repeats: int,
+    bar: tqdm[Any] | None = None,
+) -> list[dict[str, dict[str, float]]]:
+    """measure_tools() for several memories at once (the same tools on each, e.g. one memory
+    of 100k and one of 1M observations): each tool's calls alternate between the memories, so
+    that their latencies are compared under the same load of the machine."""
+    measured: list[dict[str, dict[str, float]]] = [{} for _ in sides]
+    for name in sides[0]:
+        timed = latencies([side[name] for side in sides], repeats, bar)
+        for row_of, (times, answers) in zip(measured, timed, strict=True):
+            row = percentiles(times)
+            if name in ("semantic_search", AREA_SEARCH):
+                row["results"] = float(np.mean([result_count(a) for a in answers]))
+            row_of[name] = row
     return measured
 
 

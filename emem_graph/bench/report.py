@@ -69,11 +69,24 @@ class Figure:
         return row
 
 
-def to_json(setup: dict[str, Any], figures: list[Figure]) -> dict[str, Any]:
-    """The result for machines: the setup, then one list of figures per section."""
+def to_json(
+    setup: dict[str, Any],
+    figures: list[Figure],
+    previous: tuple[int, dict[str, float]] | None = None,
+) -> dict[str, Any]:
+    """The result for machines: the setup, then one list of figures per section. A figure
+    with a figure of the same name at a smaller N (``previous``, else the smaller memory of
+    this run: setup["scale"]) gets "scaling": {"n", "ratio", "met"} (met: None unless a p50
+    latency)."""
+    previous = previous or same_run_scale(setup)
     sections: dict[str, list[dict[str, Any]]] = {s: [] for s in SECTIONS}
     for figure in figures:
-        sections[figure.section].append(figure.as_dict())
+        row = figure.as_dict()
+        if previous is not None:
+            ratio, kept = scaling(figure, previous[1])
+            if ratio is not None:
+                row["scaling"] = {"n": previous[0], "ratio": _round(ratio), "met": kept}
+        sections[figure.section].append(row)
     return {**setup, "sections": sections}
 
 
@@ -100,6 +113,14 @@ def previous_run(data: dict[str, Any]) -> tuple[int, dict[str, float]]:
     return n, ours
 
 
+def same_run_scale(setup: dict[str, Any]) -> tuple[int, dict[str, float]] | None:
+    """The smaller memory's N and latency figures of a run with ``scale_n`` (None without)."""
+    scale = setup.get("scale")
+    if not scale:
+        return None
+    return int(scale["n"]), {name: float(ms) for name, ms in scale["ours"].items()}
+
+
 def scaling(figure: Figure, previous: dict[str, float]) -> tuple[float | None, bool | None]:
     """ours / ours of the earlier run, and whether a p50 latency kept within SCALING_LIMIT
     (None for the other figures)."""
@@ -117,8 +138,11 @@ def table(
     previous: tuple[int, dict[str, float]] | None = None,
 ) -> str:
     """The result for people: a header saying what was measured, then a table of figures
-    (with ``previous``, from previous_run(), a column of ratios to that run's figures)."""
+    (with ``previous``, from previous_run(), or with a smaller memory measured in this run,
+    a column of ratios to its figures)."""
     compare = any(f.emem is not None for f in figures)
+    same_run = previous is None and same_run_scale(setup) is not None
+    previous = previous or same_run_scale(setup)
     lines = [
         f"emem-graph bench: {setup['n']:,} observations of a patrol ({setup['workload']}), "
         f"{setup['dim']}-d vectors given, {setup['queries']} queries per figure",
@@ -129,7 +153,12 @@ def table(
         + (f"; vs eMEM = emem_graph / {setup['emem']}" if compare else "")
         + (
             f"; vs {previous[0]:,} = emem_graph here / emem_graph at {previous[0]:,} observations"
-            f" (target: p50 latencies <= {SCALING_LIMIT:g}x)"
+            + (
+                " (measured in this run, each call timed in turn on both memories)"
+                if same_run
+                else ""
+            )
+            + f" (target: p50 latencies <= {SCALING_LIMIT:g}x)"
             if previous
             else ""
         ),

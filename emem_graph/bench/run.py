@@ -28,6 +28,7 @@ from emem_graph.bench.drive import (
     Subject,
     emem_graph_subject,
     ingest,
+    measure_side_by_side,
     measure_tools,
     reopen,
     tool_calls,
@@ -37,7 +38,7 @@ from emem_graph.bench.workload import AREA_RADIUS, QUERIES, START, PatrolWorkloa
 from emem_graph.errors import InvalidInputError
 from emem_graph.ingest.embeddings import EmbeddingProvider, HashingEmbedder
 
-SCRATCH = ("raw", "floor", "ours", "store", "emem", "model")
+SCRATCH = ("raw", "floor", "ours", "store", "emem", "model", "scale")
 WORKLOAD = "5 layers incl. body state, one observation every 0.4 s"
 BASELINES = {
     "ingest": "one Arrow COPY into Kuzu + one LanceDB add",
@@ -82,6 +83,7 @@ def run_bench(
     progress: bool = False,
     seed: int = 0,
     extract_n: int = 20_000,
+    scale_n: int | None = None,
 ) -> BenchResult:
     """Run the benchmark on a patrol of ``n`` observations.
 
@@ -98,13 +100,23 @@ def run_bench(
         progress: show progress bars.
         seed: workload seed.
         extract_n: observations of the ingest measured with entity extraction on.
+        scale_n: also write a patrol of this many observations (fewer than ``n``) to a second
+            memory and time every tool on both memories in turn, call by call: the ratios of
+            the latencies at ``n`` to those at ``scale_n`` (setup["scale"]) are then measured
+            under the same load of the machine, which two separate runs are not.
 
     Raises:
-        InvalidInputError: n, repeats or batch_size below 1, or an unknown ``compare``.
+        InvalidInputError: n, repeats or batch_size below 1, ``scale_n`` not between 1 and
+            n - 1, or an unknown ``compare``.
         BackendUnavailableError: ``compare="emem"`` and eMEM is not installed.
     """
     if n < 1 or repeats < 1 or batch_size < 1 or extract_n < 1:
         raise InvalidInputError("n, queries, batch size and extract-n must be at least 1")
+    if scale_n is not None and not 1 <= scale_n < n:
+        raise InvalidInputError(
+            f"--scale-with {scale_n}: the smaller patrol needs 1 to {n - 1:,} observations "
+            f"(fewer than --n {n:,})"
+        )
     if compare not in (None, "emem"):
         raise InvalidInputError(f"unknown --compare {compare!r}: the one choice is 'emem'")
     out = Path(out_dir)
@@ -123,7 +135,18 @@ def run_bench(
         raw_bytes = save_raw_columns(work, out / "raw")
         raw_reopen_s = reopen_raw(out / "raw", embedder.embed([QUERIES[0]])[0])
         floor = measure_floor(work, out / "floor")
-        measured = [_measure(s, work, clock, repeats, progress) for s in subjects]
+        smaller = None
+        if scale_n is not None:
+            small_clock = SimClock(START)
+            smaller = _Smaller(
+                small_clock,
+                emem_graph_subject(out / "scale", embedder, small_clock, batch_size, extract=False),
+                patrol_workload(scale_n, embedder=embedder, queries=repeats + 1),
+            )
+        measured = [
+            _measure(s, work, clock, repeats, progress, smaller if s is subjects[0] else None)
+            for s in subjects
+        ]
         m_extract = min(n, extract_n)
         extracting = _ingest_only(
             emem_graph_subject(out / "store", embedder, clock, batch_size, extract=True),
@@ -155,6 +178,8 @@ def run_bench(
         },
     }
     ours, emem = measured[0], measured[1] if len(measured) > 1 else None
+    if smaller is not None:
+        setup["scale"] = {"n": scale_n, "ours": _tool_figures(ours["smaller_tools"])}
     if emem is not None:
         setup["emem"] = emem["name"]
     if model_row is not None:
@@ -191,12 +216,30 @@ def run_bench(
     return BenchResult(setup, figures)
 
 
+@dataclass
+class _Smaller:
+    """The smaller memory of a run with ``scale_n``: its clock, subject and patrol."""
+
+    clock: SimClock
+    subject: Subject
+    work: PatrolWorkload
+
+
 def _measure(
-    subject: Subject, work: PatrolWorkload, clock: SimClock, repeats: int, progress: bool
+    subject: Subject,
+    work: PatrolWorkload,
+    clock: SimClock,
+    repeats: int,
+    progress: bool,
+    smaller: _Smaller | None = None,
 ) -> dict[str, Any]:
-    """Ingest, consolidate the last lap, time the tools, close, measure disk and reopen."""
+    """Ingest, consolidate the last lap, time the tools, close, measure disk and reopen.
+    With ``smaller``, that memory is written and consolidated too, after this one, and each
+    tool is timed on both in turn ("smaller_tools" in the result)."""
     clock.now = START
     memory = subject.open()
+    small = None
+    smaller_tools: dict[str, dict[str, float]] | None = None
     try:
         written = ingest(
             memory, work, clock, subject.settle, progress=progress, desc=f"ingest {subject.name}"
@@ -205,13 +248,24 @@ def _measure(
         subject.consolidate(memory)
         consolidate_s = time.perf_counter() - started
         clock.now = work.now
+        if smaller is not None:
+            small = _written(smaller, progress)
         # The ingest's garbage is collected before the timed calls, for every subject alike:
         # otherwise a full collection over it may land inside one of them.
         gc.collect()
-        with _bar(11 * repeats, f"tools {subject.name}", progress) as bar:
-            tools = measure_tools(tool_calls(memory, work), repeats, bar)
+        with _bar(
+            11 * repeats * (1 if small is None else 2), f"tools {subject.name}", progress
+        ) as bar:
+            if small is None or smaller is None:
+                tools = measure_tools(tool_calls(memory, work), repeats, bar)
+            else:
+                tools, smaller_tools = measure_side_by_side(
+                    [tool_calls(memory, work), tool_calls(small, smaller.work)], repeats, bar
+                )
     finally:
         memory.close()
+        if small is not None:
+            small.close()
     disk = directory_bytes(subject.directory)
     reopen_s, memory = reopen(subject)
     memory.close()
@@ -221,6 +275,7 @@ def _measure(
         "tools": tools,
         "reopen_s": reopen_s,
         "disk_bytes": disk,
+        "smaller_tools": smaller_tools,
         "details": {
             "ingest_s": round(written["seconds"], 3),
             "ingest_adds_s": round(written["adds_s"], 3),
@@ -228,6 +283,23 @@ def _measure(
             "consolidate_last_lap_s": round(consolidate_s, 3),
         },
     }
+
+
+def _written(smaller: _Smaller, progress: bool) -> Any:
+    """The smaller memory, open, written and consolidated as _measure() leaves its own."""
+    subject, clock = smaller.subject, smaller.clock
+    clock.now = START
+    memory = subject.open()
+    try:
+        ingest(
+            memory, smaller.work, clock, subject.settle, progress=progress, desc="ingest smaller"
+        )
+        subject.consolidate(memory)
+    except BaseException:
+        memory.close()
+        raise
+    clock.now = smaller.work.now
+    return memory
 
 
 def _ingest_only(subject: Subject, work: PatrolWorkload, clock: SimClock, progress: bool) -> float:
@@ -294,6 +366,19 @@ def _measure_model(
     }
 
 
+TOOL_FIGURES: list[tuple[str, str, tuple[str, ...]]] = [
+    *(("tools", f"{tool} {p}", (tool, f"{p}_ms")) for tool in TOOLS for p in ("p50", "p95")),
+    ("filtered search", "semantic_search, 1% area p50", (AREA_SEARCH, "p50_ms")),
+    ("filtered search", "semantic_search, 1% area p95", (AREA_SEARCH, "p95_ms")),
+]
+"""The latency figures (section, name, key in measure_tools()' result), in milliseconds."""
+
+
+def _tool_figures(tools: dict[str, dict[str, float]]) -> dict[str, float]:
+    """Each latency figure's name with its milliseconds in ``tools`` (measure_tools())."""
+    return {name: float(tools[tool][key]) for _, name, (tool, key) in TOOL_FIGURES}
+
+
 def _figures(
     ours: dict[str, Any], baseline: dict[str, Any], emem: dict[str, Any] | None
 ) -> list[Figure]:
@@ -316,22 +401,16 @@ def _figures(
             TARGETS.get(name) if emem is not None or name == "results, 1% area" else None,
         )
 
-    figures = [figure("ingest", STORE_ONLY, "obs/s", ("ingest",))]
-    for tool in TOOLS:
-        for p in ("p50", "p95"):
-            figures.append(figure("tools", f"{tool} {p}", "ms", ("tools", tool, f"{p}_ms")))
-    figures += [
-        figure("filtered search", "semantic_search, 1% area p50", "ms",
-               ("tools", AREA_SEARCH, "p50_ms")),
-        figure("filtered search", "semantic_search, 1% area p95", "ms",
-               ("tools", AREA_SEARCH, "p95_ms")),
+    latency = [figure(section, name, "ms", ("tools", *key)) for section, name, key in TOOL_FIGURES]
+    return [
+        figure("ingest", STORE_ONLY, "obs/s", ("ingest",)),
+        *latency,
         figure("filtered search", "results, no filter", "of 10",
                ("tools", "semantic_search", "results")),
         figure("filtered search", "results, 1% area", "of 10", ("tools", AREA_SEARCH, "results")),
         figure("reopen", "reopen + first query", "s", ("reopen_s",)),
         figure("disk", "disk", "MB", ("disk_bytes",), 1e-6),
     ]  # fmt: skip
-    return figures
 
 
 def _bar(total: int, desc: str, progress: bool) -> tqdm[Any]:
