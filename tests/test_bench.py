@@ -3,21 +3,30 @@ JSON, and the eMEM comparison (no timing assertions: machines differ)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from emem_graph.bench import TOOLS, patrol_workload
 from emem_graph.bench.compare import emem_version
-from emem_graph.bench.drive import measure_side_by_side
+from emem_graph.bench.drive import (
+    STRETCH,
+    SimClock,
+    emem_graph_subject,
+    ingest_side_by_side,
+    measure_side_by_side,
+)
 from emem_graph.bench.report import SECTIONS, Figure, previous_run, table
 from emem_graph.bench.workload import BODY_LAYER, LAYERS, PERIOD
 from emem_graph.cli import main
 from emem_graph.explore.stats import memory_stats
+from emem_graph.ingest.embeddings import HashingEmbedder
 
 FIGURES = (
     ["ingest, no entity extraction", "ingest, with entity extraction"]
@@ -219,3 +228,51 @@ def test_side_by_side_timing_alternates_between_the_memories_call_by_call() -> N
     assert [c[1] for c in calls[8:]] == ["recall"] * 8
     assert set(large) == set(small) == {"semantic_search", "recall"}
     assert large["semantic_search"]["results"] == small["semantic_search"]["results"] == 2.0
+
+
+class _Recorded:
+    """A real memory whose add() and add_body_state() calls are logged under a label."""
+
+    def __init__(self, memory: Any, label: str, log: list[str]) -> None:
+        self._memory, self._label, self._log = memory, label, log
+
+    def add(self, *args: Any, **kwargs: Any) -> Any:
+        self._log.append(self._label)
+        return self._memory.add(*args, **kwargs)
+
+    def add_body_state(self, *args: Any, **kwargs: Any) -> Any:
+        self._log.append(self._label)
+        return self._memory.add_body_state(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._memory, name)
+
+
+def test_side_by_side_ingest_writes_each_memory_a_stretch_at_a_time(tmp_path: Path) -> None:
+    work = patrol_workload(2 * STRETCH + 500)
+    clock = SimClock(work.t[0])
+    subjects = [
+        emem_graph_subject(tmp_path / name, HashingEmbedder(384), clock, 500, extract=False)
+        for name in ("a", "b")
+    ]
+    log: list[str] = []
+    memories = [s.open() for s in subjects]
+    try:
+        rates = ingest_side_by_side(
+            [
+                (_Recorded(m, s.directory.name, log), s.settle)
+                for m, s in zip(memories, subjects, strict=True)
+            ],
+            work,
+            clock,
+        )
+    finally:
+        for memory in memories:
+            memory.close()
+    runs = [(label, len(list(group))) for label, group in itertools.groupby(log)]
+    half = len(work) - 2 * STRETCH
+    assert runs == [("a", STRETCH), ("b", STRETCH)] * 2 + [("a", half), ("b", half)]
+    for subject, rate in zip(subjects, rates, strict=True):
+        assert memory_stats(subject.directory).nodes["Observation"] == len(work)
+        assert rate["seconds"] == pytest.approx(rate["adds_s"] + rate["settle_s"])
+        assert rate["obs_per_s"] == pytest.approx(len(work) / rate["seconds"])

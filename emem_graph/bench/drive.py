@@ -116,6 +116,10 @@ def emem_graph_subject(
     )
 
 
+STRETCH = 1000
+"""Observations written into one memory before ingest_side_by_side() turns to the next."""
+
+
 def ingest(
     memory: Any,
     work: PatrolWorkload,
@@ -134,51 +138,96 @@ def ingest(
         {"seconds", "obs_per_s"} of the whole, settle included; "adds_s" and "settle_s" split
         the seconds into the add() loop and the settling.
     """
+    return ingest_side_by_side(
+        [(memory, settle)], work, clock, vectors_given=vectors_given, progress=progress, desc=desc
+    )[0]
+
+
+def ingest_side_by_side(
+    memories: Sequence[tuple[Any, Callable[[Any], None]]],
+    work: PatrolWorkload,
+    clock: SimClock,
+    *,
+    vectors_given: bool = True,
+    progress: bool = False,
+    desc: str = "ingest",
+) -> list[dict[str, float]]:
+    """ingest() into several memories (each with its ``settle``) at once: STRETCH observations
+    into the first, the same into the next, and so on, then the next stretch; each memory's
+    time is its own calls' time, so their rates are measured under the same load of the
+    machine. Then each memory is settled, in turn."""
     n = len(work)
-    xs, ys, ts = work.x.tolist(), work.y.tolist(), work.t.tolist()
-    laps = work.lap.tolist()
-    sightings = dict(zip(work.entity_rows.tolist(), work.entity_names, strict=True))
-    current_lap = -1
+    writers = [_PatrolWriter(memory, work, clock, vectors_given) for memory, _ in memories]
     bar = tqdm(total=n, desc=desc, unit="obs", disable=not progress, leave=False)
-    start = time.perf_counter()
-    for i in range(n):
-        clock.now = ts[i]
-        if laps[i] != current_lap:
-            if current_lap >= 0:
-                memory.end_episode(consolidate=False)
-            current_lap = laps[i]
-            memory.start_episode(f"patrol lap {current_lap}")
-        if work.source_types[i] == INTEROCEPTION:
-            memory.add_body_state(work.texts[i], BODY_LAYER, x=xs[i], y=ys[i], timestamp=ts[i])
-        else:
-            memory.add(
-                work.texts[i],
-                xs[i],
-                ys[i],
-                timestamp=ts[i],
-                layer_name=work.layers[i],
-                source_type=work.source_types[i],
-                embedding=work.vectors[i] if vectors_given else None,
-            )
-        name = sightings.get(i)
-        if name is not None:
-            memory.add_entity(name, xs[i], ys[i], timestamp=ts[i], entity_type="object")
-        if i % 100 == 99:
-            bar.update(100)
-    adds = time.perf_counter() - start
-    bar.update(n - bar.n)
-    bar.set_description(f"{desc} (settling)")
     try:
-        settle(memory)
+        for start in range(0, n, STRETCH):
+            stop = min(n, start + STRETCH)
+            for writer in writers:
+                writer.write(start, stop)
+            bar.update(stop - start)
+        bar.set_description(f"{desc} (settling)")
+        rates = []
+        for writer, (memory, settle) in zip(writers, memories, strict=True):
+            started = time.perf_counter()
+            settle(memory)
+            settle_s = time.perf_counter() - started
+            seconds = writer.seconds + settle_s
+            rates.append(
+                {
+                    "seconds": seconds,
+                    "adds_s": writer.seconds,
+                    "settle_s": settle_s,
+                    "obs_per_s": n / seconds if seconds > 0 else 0.0,
+                }
+            )
     finally:
         bar.close()
-    seconds = time.perf_counter() - start
-    return {
-        "seconds": seconds,
-        "adds_s": adds,
-        "settle_s": seconds - adds,
-        "obs_per_s": n / seconds if seconds > 0 else 0.0,
-    }
+    return rates
+
+
+class _PatrolWriter:
+    """Writes a patrol into one memory a stretch of observations at a time (ingest())."""
+
+    def __init__(self, memory: Any, work: PatrolWorkload, clock: SimClock, vectors_given: bool):
+        self.memory = memory
+        self.work = work
+        self.clock = clock
+        self.vectors_given = vectors_given
+        self.seconds = 0.0
+        """Time spent in this memory's calls so far."""
+        self._xs, self._ys, self._ts = work.x.tolist(), work.y.tolist(), work.t.tolist()
+        self._laps = work.lap.tolist()
+        self._sightings = dict(zip(work.entity_rows.tolist(), work.entity_names, strict=True))
+        self._lap = -1
+
+    def write(self, start: int, stop: int) -> None:
+        """Write observations ``start`` to ``stop`` - 1."""
+        memory, work, clock = self.memory, self.work, self.clock
+        xs, ys, ts = self._xs, self._ys, self._ts
+        started = time.perf_counter()
+        for i in range(start, stop):
+            clock.now = ts[i]
+            if self._laps[i] != self._lap:
+                if self._lap >= 0:
+                    memory.end_episode(consolidate=False)
+                self._lap = self._laps[i]
+                memory.start_episode(f"patrol lap {self._lap}")
+            if work.source_types[i] == INTEROCEPTION:
+                memory.add_body_state(work.texts[i], BODY_LAYER, x=xs[i], y=ys[i], timestamp=ts[i])
+            else:
+                memory.add(
+                    work.texts[i],
+                    xs[i],
+                    ys[i],
+                    timestamp=ts[i],
+                    layer_name=work.layers[i],
+                    source_type=work.source_types[i],
+                    embedding=work.vectors[i] if self.vectors_given else None,
+                )
+            name = self._sightings.get(i)
+            if name is not None:
+                memory.add_entity(name, xs[i], ys[i], timestamp=ts[i], entity_type="object")
+        self.seconds += time.perf_counter() - started
 
 
 def tool_calls(memory: Any, work: PatrolWorkload) -> dict[str, Callable[[int], str]]:

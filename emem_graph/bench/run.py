@@ -28,6 +28,7 @@ from emem_graph.bench.drive import (
     Subject,
     emem_graph_subject,
     ingest,
+    ingest_side_by_side,
     measure_side_by_side,
     measure_tools,
     reopen,
@@ -143,10 +144,7 @@ def run_bench(
                 emem_graph_subject(out / "scale", embedder, small_clock, batch_size, extract=False),
                 patrol_workload(scale_n, embedder=embedder, queries=repeats + 1),
             )
-        measured = [
-            _measure(s, work, clock, repeats, progress, smaller if s is subjects[0] else None)
-            for s in subjects
-        ]
+        measured = _measure(subjects, work, clock, repeats, progress, smaller)
         m_extract = min(n, extract_n)
         extracting = _ingest_only(
             emem_graph_subject(out / "store", embedder, clock, batch_size, extract=True),
@@ -226,63 +224,75 @@ class _Smaller:
 
 
 def _measure(
-    subject: Subject,
+    subjects: list[Subject],
     work: PatrolWorkload,
     clock: SimClock,
     repeats: int,
     progress: bool,
     smaller: _Smaller | None = None,
-) -> dict[str, Any]:
-    """Ingest, consolidate the last lap, time the tools, close, measure disk and reopen.
-    With ``smaller``, that memory is written and consolidated too, after this one, and each
-    tool is timed on both in turn ("smaller_tools" in the result)."""
+) -> list[dict[str, Any]]:
+    """Ingest, consolidate the last lap, time the tools, close, measure disk and reopen, for
+    each subject (emem_graph, and eMEM with --compare) side by side: the patrol goes into
+    their memories a stretch at a time, in turn, and each tool call is made on each memory in
+    turn, so a slower spell of the machine weighs on all of them alike. With ``smaller``
+    (--scale-with), that memory is written and consolidated too, after these, and its tools
+    are timed in the same turns ("smaller_tools" in the first subject's result)."""
     clock.now = START
-    memory = subject.open()
+    memories: list[Any] = []
     small = None
-    smaller_tools: dict[str, dict[str, float]] | None = None
     try:
-        written = ingest(
-            memory, work, clock, subject.settle, progress=progress, desc=f"ingest {subject.name}"
+        for subject in subjects:
+            memories.append(subject.open())
+        written = ingest_side_by_side(
+            [(m, s.settle) for m, s in zip(memories, subjects, strict=True)],
+            work,
+            clock,
+            progress=progress,
+            desc="ingest " + " + ".join(s.name for s in subjects),
         )
-        started = time.perf_counter()
-        subject.consolidate(memory)
-        consolidate_s = time.perf_counter() - started
+        consolidate_s = []
+        for memory, subject in zip(memories, subjects, strict=True):
+            started = time.perf_counter()
+            subject.consolidate(memory)
+            consolidate_s.append(time.perf_counter() - started)
         clock.now = work.now
         if smaller is not None:
             small = _written(smaller, progress)
+        sides = [tool_calls(m, work) for m in memories]
+        if small is not None and smaller is not None:
+            sides.append(tool_calls(small, smaller.work))
         # The ingest's garbage is collected before the timed calls, for every subject alike:
         # otherwise a full collection over it may land inside one of them.
         gc.collect()
-        with _bar(
-            11 * repeats * (1 if small is None else 2), f"tools {subject.name}", progress
-        ) as bar:
-            if small is None or smaller is None:
-                tools = measure_tools(tool_calls(memory, work), repeats, bar)
-            else:
-                tools, smaller_tools = measure_side_by_side(
-                    [tool_calls(memory, work), tool_calls(small, smaller.work)], repeats, bar
-                )
+        with _bar(11 * repeats * len(sides), "tools", progress) as bar:
+            tools = measure_side_by_side(sides, repeats, bar)
     finally:
-        memory.close()
+        for memory in memories:
+            memory.close()
         if small is not None:
             small.close()
-    disk = directory_bytes(subject.directory)
-    reopen_s, memory = reopen(subject)
-    memory.close()
-    return {
-        "name": subject.name,
-        "ingest": written["obs_per_s"],
-        "tools": tools,
-        "reopen_s": reopen_s,
-        "disk_bytes": disk,
-        "smaller_tools": smaller_tools,
-        "details": {
-            "ingest_s": round(written["seconds"], 3),
-            "ingest_adds_s": round(written["adds_s"], 3),
-            "ingest_settle_s": round(written["settle_s"], 3),
-            "consolidate_last_lap_s": round(consolidate_s, 3),
-        },
-    }
+    results = []
+    for at, subject in enumerate(subjects):
+        disk = directory_bytes(subject.directory)
+        reopen_s, memory = reopen(subject)
+        memory.close()
+        results.append(
+            {
+                "name": subject.name,
+                "ingest": written[at]["obs_per_s"],
+                "tools": tools[at],
+                "reopen_s": reopen_s,
+                "disk_bytes": disk,
+                "smaller_tools": tools[-1] if small is not None and at == 0 else None,
+                "details": {
+                    "ingest_s": round(written[at]["seconds"], 3),
+                    "ingest_adds_s": round(written[at]["adds_s"], 3),
+                    "ingest_settle_s": round(written[at]["settle_s"], 3),
+                    "consolidate_last_lap_s": round(consolidate_s[at], 3),
+                },
+            }
+        )
+    return results
 
 
 def _written(smaller: _Smaller, progress: bool) -> Any:
