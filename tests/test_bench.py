@@ -16,8 +16,8 @@ import pytest
 from emem_graph.bench import TOOLS, patrol_workload
 from emem_graph.bench.compare import emem_version
 from emem_graph.bench.drive import (
-    STRETCH,
     SimClock,
+    Subject,
     emem_graph_subject,
     ingest_side_by_side,
     measure_side_by_side,
@@ -249,30 +249,68 @@ class _Recorded:
 
 
 def test_side_by_side_ingest_writes_each_memory_a_stretch_at_a_time(tmp_path: Path) -> None:
-    work = patrol_workload(2 * STRETCH + 500)
+    stretch = 1000
+    work = patrol_workload(2 * stretch + 500)
     clock = SimClock(work.t[0])
     subjects = [
-        emem_graph_subject(tmp_path / name, HashingEmbedder(384), clock, 500, extract=False)
+        emem_graph_subject(tmp_path / name, HashingEmbedder(384), clock, 5000, extract=False)
         for name in ("a", "b")
     ]
     log: list[str] = []
     memories = [s.open() for s in subjects]
+
+    def quiesce(subject: Subject) -> Callable[[Any], None]:
+        def wait(memory: Any) -> None:
+            log.append(f"quiesce {subject.directory.name}")
+            subject.quiesce(memory)
+            # Quiesced: everything added so far is in the graph and in LanceDB (read from the
+            # store itself: the facade's .store would flush first).
+            counts = memory._store.counts()
+            assert counts["observations"] == log.count(subject.directory.name)
+            assert counts["pending_vectors"] == 0
+
+        return wait
+
     try:
         rates = ingest_side_by_side(
             [
-                (_Recorded(m, s.directory.name, log), s.settle)
+                (_Recorded(m, s.directory.name, log), s.settle, quiesce(s))
                 for m, s in zip(memories, subjects, strict=True)
             ],
             work,
             clock,
+            stretch=stretch,
         )
     finally:
         for memory in memories:
             memory.close()
     runs = [(label, len(list(group))) for label, group in itertools.groupby(log)]
-    half = len(work) - 2 * STRETCH
-    assert runs == [("a", STRETCH), ("b", STRETCH)] * 2 + [("a", half), ("b", half)]
+    half = len(work) - 2 * stretch
+    turn = [("a", stretch), ("quiesce a", 1), ("b", stretch), ("quiesce b", 1)]
+    assert runs == turn * 2 + [("a", half), ("quiesce a", 1), ("b", half), ("quiesce b", 1)]
     for subject, rate in zip(subjects, rates, strict=True):
         assert memory_stats(subject.directory).nodes["Observation"] == len(work)
         assert rate["seconds"] == pytest.approx(rate["adds_s"] + rate["settle_s"])
         assert rate["obs_per_s"] == pytest.approx(len(work) / rate["seconds"])
+
+
+def test_side_by_side_timing_by_tool_calls_each_memory_in_a_block() -> None:
+    calls: list[tuple[str, str, int]] = []
+
+    def side(label: str) -> dict[str, Callable[[int], object]]:
+        def tool(name: str) -> Callable[[int], object]:
+            def call(i: int) -> str:
+                calls.append((label, name, i))
+                return "1. a"
+
+            return call
+
+        return {name: tool(name) for name in ("semantic_search", "recall")}
+
+    measure_side_by_side([side("ours"), side("eMEM")], repeats=2, by_tool=True)
+    assert calls == [
+        (label, name, i)
+        for name in ("semantic_search", "recall")
+        for label in ("ours", "eMEM")
+        for i in (0, 1, 2)
+    ]

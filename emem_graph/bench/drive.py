@@ -68,6 +68,9 @@ class Subject:
         open: opens (or reopens) the memory; the result has eMEM's facade methods.
         settle: after the last add, brings everything to disk and indexed (timed with ingest).
         consolidate: ends the active episode with consolidation and waits for it.
+        quiesce: waits for the work the memory does beside its callers (background writes,
+            index builds) to finish: ingest_side_by_side() calls it before turning to another
+            memory, so that work is neither left out of this memory's time nor run in another's.
     """
 
     name: str
@@ -75,6 +78,7 @@ class Subject:
     open: Callable[[], Any]
     settle: Callable[[Any], None]
     consolidate: Callable[[Any], None]
+    quiesce: Callable[[Any], None] = lambda memory: None
 
 
 def emem_graph_subject(
@@ -105,6 +109,10 @@ def emem_graph_subject(
             memory.extract_entities()
         memory.store.vectors.compact()  # merge fragments, index the last rows
 
+    def quiesce(memory: SpatioTemporalMemory) -> None:
+        memory.flush()  # the writer's batch in flight, and the rest of the buffer
+        memory.store.vectors.wait_for_index()  # an ANN build on its own thread
+
     return Subject(
         name="emem_graph" if extract else "emem_graph, no extraction",
         directory=directory,
@@ -113,11 +121,14 @@ def emem_graph_subject(
         ),
         settle=settle,
         consolidate=lambda memory: memory.end_episode(consolidate=True, wait=True),
+        quiesce=quiesce,
     )
 
 
-STRETCH = 1000
-"""Observations written into one memory before ingest_side_by_side() turns to the next."""
+STRETCH = 10_000
+"""Observations written into one memory before ingest_side_by_side() turns to the next (after
+quiescing it): long enough that a memory's own overlap of adds and background writes is kept,
+short enough that the memories share the machine's slower and faster spells."""
 
 
 def ingest(
@@ -139,35 +150,46 @@ def ingest(
         the seconds into the add() loop and the settling.
     """
     return ingest_side_by_side(
-        [(memory, settle)], work, clock, vectors_given=vectors_given, progress=progress, desc=desc
+        [(memory, settle, None)],
+        work,
+        clock,
+        vectors_given=vectors_given,
+        progress=progress,
+        desc=desc,
     )[0]
 
 
 def ingest_side_by_side(
-    memories: Sequence[tuple[Any, Callable[[Any], None]]],
+    memories: Sequence[tuple[Any, Callable[[Any], None], Callable[[Any], None] | None]],
     work: PatrolWorkload,
     clock: SimClock,
     *,
     vectors_given: bool = True,
     progress: bool = False,
     desc: str = "ingest",
+    stretch: int = STRETCH,
 ) -> list[dict[str, float]]:
-    """ingest() into several memories (each with its ``settle``) at once: STRETCH observations
-    into the first, the same into the next, and so on, then the next stretch; each memory's
-    time is its own calls' time, so their rates are measured under the same load of the
-    machine. Then each memory is settled, in turn."""
+    """ingest() into several memories (each with its ``settle`` and ``quiesce``, see Subject)
+    at once: ``stretch`` observations into the first, which is then quiesced, the same into the
+    next, and so on, then the next stretch; each memory's time is its own calls' time (its
+    quiescing included), so their rates are measured under the same load of the machine.
+    Then each memory is settled, in turn. A single memory is written straight through."""
     n = len(work)
-    writers = [_PatrolWriter(memory, work, clock, vectors_given) for memory, _ in memories]
+    writers = [_PatrolWriter(memory, work, clock, vectors_given) for memory, _, _ in memories]
     bar = tqdm(total=n, desc=desc, unit="obs", disable=not progress, leave=False)
     try:
-        for start in range(0, n, STRETCH):
-            stop = min(n, start + STRETCH)
-            for writer in writers:
+        for start in range(0, n, stretch):
+            stop = min(n, start + stretch)
+            for writer, (memory, _, quiesce) in zip(writers, memories, strict=True):
                 writer.write(start, stop)
+                if len(writers) > 1 and quiesce is not None:
+                    started = time.perf_counter()
+                    quiesce(memory)
+                    writer.seconds += time.perf_counter() - started
             bar.update(stop - start)
         bar.set_description(f"{desc} (settling)")
         rates = []
-        for writer, (memory, settle) in zip(writers, memories, strict=True):
+        for writer, (memory, settle, _) in zip(writers, memories, strict=True):
             started = time.perf_counter()
             settle(memory)
             settle_s = time.perf_counter() - started
@@ -303,13 +325,23 @@ def measure_side_by_side(
     sides: Sequence[Mapping[str, Callable[[int], object]]],
     repeats: int,
     bar: tqdm[Any] | None = None,
+    *,
+    by_tool: bool = False,
 ) -> list[dict[str, dict[str, float]]]:
-    """measure_tools() for several memories at once (the same tools on each, e.g. one memory
-    of 100k and one of 1M observations): each tool's calls alternate between the memories, so
-    that their latencies are compared under the same load of the machine."""
+    """measure_tools() for several memories at once (the same tools on each), so that their
+    latencies are compared under the same load of the machine: each tool's calls alternate
+    between the memories call by call (two sizes of emem_graph), or, ``by_tool``, each tool
+    is called ``repeats`` times on one memory, then on the next, before the next tool
+    (different libraries: calls of one between calls of the other would evict each other's
+    caches, which a robot running one of them does not see)."""
     measured: list[dict[str, dict[str, float]]] = [{} for _ in sides]
     for name in sides[0]:
-        timed = latencies([side[name] for side in sides], repeats, bar)
+        runs = [side[name] for side in sides]
+        timed = (
+            [latencies([run], repeats, bar)[0] for run in runs]
+            if by_tool
+            else latencies(runs, repeats, bar)
+        )
         for row_of, (times, answers) in zip(measured, timed, strict=True):
             row = percentiles(times)
             if name in ("semantic_search", AREA_SEARCH):

@@ -232,9 +232,10 @@ def _measure(
     smaller: _Smaller | None = None,
 ) -> list[dict[str, Any]]:
     """Ingest, consolidate the last lap, time the tools, close, measure disk and reopen, for
-    each subject (emem_graph, and eMEM with --compare) side by side: the patrol goes into
-    their memories a stretch at a time, in turn, and each tool call is made on each memory in
-    turn, so a slower spell of the machine weighs on all of them alike. With ``smaller``
+    each subject (emem_graph, and eMEM with --compare) side by side, so a slower spell of the
+    machine weighs on all of them alike: the patrol goes into their memories a stretch at a
+    time, in turn (ingest_side_by_side), and each tool is timed on each memory in turn
+    (measure_side_by_side: tool by tool with eMEM, call by call without). With ``smaller``
     (--scale-with), that memory is written and consolidated too, after these, and its tools
     are timed in the same turns ("smaller_tools" in the first subject's result)."""
     clock.now = START
@@ -244,7 +245,7 @@ def _measure(
         for subject in subjects:
             memories.append(subject.open())
         written = ingest_side_by_side(
-            [(m, s.settle) for m, s in zip(memories, subjects, strict=True)],
+            [(m, s.settle, s.quiesce) for m, s in zip(memories, subjects, strict=True)],
             work,
             clock,
             progress=progress,
@@ -265,7 +266,7 @@ def _measure(
         # otherwise a full collection over it may land inside one of them.
         gc.collect()
         with _bar(11 * repeats * len(sides), "tools", progress) as bar:
-            tools = measure_side_by_side(sides, repeats, bar)
+            tools = measure_side_by_side(sides, repeats, bar, by_tool=len(subjects) > 1)
     finally:
         for memory in memories:
             memory.close()
