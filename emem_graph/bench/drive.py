@@ -156,6 +156,7 @@ def ingest(
         vectors_given=vectors_given,
         progress=progress,
         desc=desc,
+        stretch=1000,  # one memory, no turns: stretches only pace the progress bar
     )[0]
 
 
