@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -383,3 +384,32 @@ def test_a_read_begun_before_a_tier_change_sees_the_tiers_it_began_with() -> Non
     assert all(
         o.id not in index.near(o.x, o.y, 0.0, include_body_state=True) for o in observations[:10]
     )
+
+
+def test_rows_far_beyond_int64_cells_are_found_where_reads_look(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Coordinates up to 1e308 are accepted; their grid cells do not fit int64 (casting them
+    gave a RuntimeWarning and a wrong cell, so area reads through the grid missed the rows).
+    They are filed under the cells reads compute, in a batch of their own or mixed with near
+    rows, and the grid answers as a scan of every row does."""
+    from emem_graph.storage import observation_index as module
+
+    rng = np.random.default_rng(8)
+    observations = [_observation(i, 10.0 * i, rng) for i in range(3_000)]
+    far = [(1e308, 3.0), (-1e308, -1e308), (2.0**70, 5.0), (7.5, 1e300)]
+    for o, (x, y) in zip(observations[350::700], far, strict=True):
+        o.x, o.y = x, y
+    index = ObservationIndex()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        index.append(observations[:1_500])  # mixed with near rows
+        index.append(observations[1_500:])
+    probes = [(x, y, 2.0) for x, y in far] + [(25.0, 25.0, 5.0), (10.0, 40.0, 20.0)]
+    options = {"include_body_state": True, "limit": 20}
+    grid = [index.near(x, y, r, **options) for x, y, r in probes]  # type: ignore[arg-type]
+    for (x, y), answer, o in zip(far, grid[:4], observations[350::700], strict=True):
+        assert answer == [o.id], (x, y)
+    monkeypatch.setattr(module, "_GRID_SHARE", 0.0)
+    assert grid == [index.near(x, y, r, **options) for x, y, r in probes]  # type: ignore[arg-type]
+    assert len(grid[-1]) == 20

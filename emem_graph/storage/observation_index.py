@@ -39,6 +39,8 @@ alone, p50): 1 m cells 0.13 ms at 100k rows and 0.18 ms at 1M; 2 m 0.11 / 0.34 m
 0.06 / 0.53 ms (a cell on the patrol route holds ten times the rows at 1M)."""
 _GRID_SHARE = 0.25
 """An area read whose cells hold more than this share of all rows scans every row instead."""
+_INT64_CELLS = float(2**62)
+"""Cell numbers from this magnitude on are not held as int64 (_grid_add_far)."""
 
 
 @dataclass(frozen=True)
@@ -216,7 +218,7 @@ class ObservationIndex:
         """A mask over every row (archived ones too): True where the observation lies within
         ``radius`` of (x, y)."""
         snap = self._snapshot()
-        inside: np.ndarray = (snap.x - x) ** 2 + (snap.y - y) ** 2 <= radius * radius
+        inside: np.ndarray = _squared_distance(snap, x, y) <= radius * radius
         return inside
 
     def near(
@@ -264,7 +266,7 @@ class ObservationIndex:
             return []
         if circle is not None:
             cx, cy, radius = circle
-            mask &= (snap.x - cx) ** 2 + (snap.y - cy) ** 2 <= radius * radius
+            mask &= _squared_distance(snap, cx, cy) <= radius * radius
         rows = np.flatnonzero(mask)
         if rows.size == 0:
             return []
@@ -490,7 +492,7 @@ class ObservationIndex:
         """The rows of ``snap`` that pass ``filters`` (layer, time_after, time_before,
         include_body_state; never archived) and lie within ``radius`` of (x, y), and the
         squared distance of every row of ``snap``."""
-        d2: np.ndarray = (snap.x - x) ** 2 + (snap.y - y) ** 2
+        d2 = _squared_distance(snap, x, y)
         mask = self._filter(snap, *filters)
         if mask is None:  # an unknown layer: nothing passes
             return np.empty(0, dtype=np.int64), d2
@@ -525,8 +527,11 @@ class ObservationIndex:
     def _grid_add(self, start: int, x: np.ndarray, y: np.ndarray) -> None:
         if x.size == 0:
             return
-        kx = np.floor(x / CELL).astype(np.int64)
-        ky = np.floor(y / CELL).astype(np.int64)
+        fx, fy = np.floor(x / CELL), np.floor(y / CELL)
+        if max(float(np.abs(fx).max()), float(np.abs(fy).max())) >= _INT64_CELLS:
+            self._grid_add_far(start, x, y)
+            return
+        kx, ky = fx.astype(np.int64), fy.astype(np.int64)
         x0, y0 = int(kx.min()), int(ky.min())
         span = int(ky.max()) - y0 + 1
         if (int(kx.max()) - x0 + 1) * span < 2**62:
@@ -544,6 +549,16 @@ class ObservationIndex:
             if cell is None:
                 cell = self._cells[key] = _Rows()
             cell.extend(order[first:end] + start)
+
+    def _grid_add_far(self, start: int, x: np.ndarray, y: np.ndarray) -> None:
+        """_grid_add() for a batch with cells beyond int64 (coordinates past about 1e19 m are
+        accepted, e.g. 1e308): each row filed under Python-int cells, as reads compute them."""
+        for at, (px, py) in enumerate(zip(x.tolist(), y.tolist(), strict=True)):
+            key = (math.floor(px / CELL), math.floor(py / CELL))
+            cell = self._cells.get(key)
+            if cell is None:
+                cell = self._cells[key] = _Rows()
+            cell.extend(np.array([start + at], dtype=np.int64))
 
     def _snapshot(self) -> _Snapshot:
         with self._lock:
@@ -656,6 +671,15 @@ def _ring_keys(cx: int, cy: int, ring: int) -> list[tuple[int, int]]:
     keys = [(cx + d, cy - ring) for d in side] + [(cx + d, cy + ring) for d in side]
     keys += [(cx - ring, cy + d) for d in side[1:-1]] + [(cx + ring, cy + d) for d in side[1:-1]]
     return keys
+
+
+def _squared_distance(snap: _Snapshot, x: float, y: float) -> np.ndarray:
+    """Squared distance of every row of ``snap`` to (x, y). Coordinates up to 1e308 are
+    accepted: far apart, the square overflows to inf (never within a radius), quietly, as
+    the graph's own arithmetic does."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        d2: np.ndarray = (snap.x - x) ** 2 + (snap.y - y) ** 2
+    return d2
 
 
 class _Rows:
