@@ -18,6 +18,7 @@ Nothing else is written to stdout; diagnostics go to stderr.
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import random
 import sys
@@ -36,6 +37,9 @@ def say(line: str) -> None:
 
 
 def main(argv: list[str]) -> int:
+    # A crash of the child by itself (not the parent's SIGKILL) prints every thread's Python
+    # stack to its stderr, which the test shows (one SIGSEGV at open was seen in CI, once).
+    faulthandler.enable()
     db_path, seed = argv[1], int(argv[2])
     rng = random.Random(seed)
     if argv[3:] == ["create"]:
