@@ -208,20 +208,25 @@ def test_scale_with_needs_a_smaller_patrol_and_excludes_scale_from(
     assert not (tmp_path / "b").exists()
 
 
+def _logged_tools(
+    label: str, calls: list[tuple[str, str, int]]
+) -> dict[str, Callable[[int], object]]:
+    """Two tools that log (label, tool, query index) in ``calls`` and answer two results."""
+
+    def tool(name: str) -> Callable[[int], object]:
+        def call(i: int) -> str:
+            calls.append((label, name, i))
+            return "1. a\n2. b"
+
+        return call
+
+    return {name: tool(name) for name in ("semantic_search", "recall")}
+
+
 def test_side_by_side_timing_alternates_between_the_memories_call_by_call() -> None:
     calls: list[tuple[str, str, int]] = []
-
-    def side(label: str) -> dict[str, Callable[[int], object]]:
-        def tool(name: str) -> Callable[[int], object]:
-            def call(i: int) -> str:
-                calls.append((label, name, i))
-                return "1. a\n2. b"
-
-            return call
-
-        return {name: tool(name) for name in ("semantic_search", "recall")}
-
-    large, small = measure_side_by_side([side("large"), side("small")], repeats=3)
+    sides = [_logged_tools(label, calls) for label in ("large", "small")]
+    large, small = measure_side_by_side(sides, repeats=3)
     warm = [("large", "semantic_search", 0), ("small", "semantic_search", 0)]
     turns = [(label, "semantic_search", i) for i in (1, 2, 3) for label in ("large", "small")]
     assert calls[:8] == warm + turns
@@ -296,18 +301,8 @@ def test_side_by_side_ingest_writes_each_memory_a_stretch_at_a_time(tmp_path: Pa
 
 def test_side_by_side_timing_by_tool_calls_each_memory_in_a_block() -> None:
     calls: list[tuple[str, str, int]] = []
-
-    def side(label: str) -> dict[str, Callable[[int], object]]:
-        def tool(name: str) -> Callable[[int], object]:
-            def call(i: int) -> str:
-                calls.append((label, name, i))
-                return "1. a"
-
-            return call
-
-        return {name: tool(name) for name in ("semantic_search", "recall")}
-
-    measure_side_by_side([side("ours"), side("eMEM")], repeats=2, by_tool=True)
+    sides = [_logged_tools(label, calls) for label in ("ours", "eMEM")]
+    measure_side_by_side(sides, repeats=2, by_tool=True)
     assert calls == [
         (label, name, i)
         for name in ("semantic_search", "recall")
