@@ -12,6 +12,7 @@ from pathlib import Path
 
 from emem_graph.errors import EmemGraphError, InvalidInputError
 from emem_graph.ingest.embeddings import EmbeddingProvider
+from emem_graph.limits import MAX_JSON_FILE_BYTES, check_cli_arguments, load_json
 
 
 def _embedder(name: str) -> EmbeddingProvider:
@@ -47,7 +48,16 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         raise SystemExit("emem-graph bench: --scale-from and --scale-with exclude each other")
     if args.scale_from:
         try:
-            previous = previous_run(json.loads(Path(args.scale_from).read_text()))
+            source = Path(args.scale_from)
+            if source.stat().st_size > MAX_JSON_FILE_BYTES:
+                raise InvalidInputError(
+                    f"--scale-from {source}: over {MAX_JSON_FILE_BYTES:,} bytes; give the JSON "
+                    "an earlier `bench --json` printed"
+                )
+            text = source.read_text(encoding="utf-8")
+            previous = previous_run(load_json(text, "--scale-from", MAX_JSON_FILE_BYTES))
+        except InvalidInputError:
+            raise
         except (OSError, ValueError) as exc:
             raise SystemExit(f"emem-graph bench: --scale-from {args.scale_from}: {exc}") from exc
     result = run_bench(
@@ -251,12 +261,20 @@ def _cmd_ingest_bag(args: argparse.Namespace) -> int:
 
 
 def _cmd_make_bag(args: argparse.Namespace) -> int:
+    from emem_graph.outputs import claim_file, enclosing_memory, record_file
     from ros_bridge.bag import patrol_config_yaml, write_patrol_bag
 
     out = Path(args.out)
     config_path = Path(args.config) if args.config else out.with_name(f"{out.stem}.bridge.yaml")
+    memory = enclosing_memory(out)
+    if memory is not None:
+        raise InvalidInputError(
+            f"{out} is inside the memory {memory}; make-bag never writes into a memory: give "
+            "a path outside it"
+        )
     if config_path.exists():
         raise EmemGraphError(f"{config_path} exists already; pass --config NEW.yaml")
+    claim_file(config_path, "make-bag")  # never inside a memory
     info = write_patrol_bag(
         out,
         storage="mcap" if args.storage == "mcap" else "sqlite3",
@@ -265,6 +283,7 @@ def _cmd_make_bag(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     config_path.write_text(patrol_config_yaml(args.memory), encoding="utf-8")
+    record_file(config_path)
     print(
         f"Wrote {out} ({info.storage}, {info.messages} messages over {info.duration_s:.0f} s): "
         + ", ".join(f"{topic} {n}" for topic, n in info.counts.items())
@@ -804,15 +823,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
+        check_cli_arguments(vars(args))
         return int(args.run(args))
     except EmemGraphError as exc:
-        print(f"emem-graph: error: {exc}", file=sys.stderr)
+        print(f"emem-graph: error: {_one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except (RecursionError, OverflowError, MemoryError, UnicodeError) as exc:
+        # An input the bounds (limits.py) did not foresee: one line, never a traceback.
+        what = "too deeply nested" if isinstance(exc, RecursionError) else "too large"
+        if isinstance(exc, UnicodeError):
+            what = "not valid text"
+        print(
+            f"emem-graph: error: an input is {what} ({type(exc).__name__}: "
+            f"{_one_line(str(exc))[:200]}); make it smaller or simpler",
+            file=sys.stderr,
+        )
         return 2
     except BrokenPipeError:
         # The reader went away (`emem-graph query --list | head`): stop quietly, as cat does.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
 
 
 if __name__ == "__main__":

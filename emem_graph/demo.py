@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -16,6 +15,7 @@ from tqdm import tqdm
 from emem_graph.config import MemoryConfig
 from emem_graph.ingest.embeddings import EmbeddingProvider
 from emem_graph.memory import SpatioTemporalMemory
+from emem_graph.outputs import claim_directory
 
 START_TIME = datetime(2026, 11, 22, 8, 0, tzinfo=timezone.utc).timestamp()
 """The patrol's simulated morning."""
@@ -168,9 +168,16 @@ def run_demo(
     answers. Returns the (closed) memory object for inspection.
 
     With ``from_bag`` the patrol is recorded as a ROS bag (odometry, captions, detections,
-    battery, temperature) and replayed through the ROS bridge's pipeline instead."""
-    if fresh and directory.exists():
-        shutil.rmtree(directory)
+    battery, temperature) and replayed through the ROS bridge's pipeline instead.
+
+    ``directory`` must be new, empty, or an earlier demo's (``fresh`` empties that one first):
+    the demo never deletes what it did not create, nor builds inside another memory.
+
+    Raises:
+        InvalidInputError: ``directory`` is a file, a non-empty directory no demo created, a
+            memory, or inside one (outputs.claim_directory).
+    """
+    claim_directory(directory, "demo", replace=fresh, becomes_memory=True)
     now = [START_TIME]
 
     def clock() -> float:

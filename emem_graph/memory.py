@@ -21,6 +21,7 @@ from emem_graph.config import MemoryConfig
 from emem_graph.consolidation.engine import ConsolidationEngine
 from emem_graph.consolidation.entities import Sighting
 from emem_graph.errors import EmbeddingDimensionError, InvalidInputError, MemoryClosedError
+from emem_graph.gate import CallGate, while_open
 from emem_graph.ingest.buffer import IngestBuffer
 from emem_graph.ingest.embeddings import EmbeddingProvider, make_embedder
 from emem_graph.models import AGENT_NOTE, INTEROCEPTION, Episode, Observation
@@ -93,6 +94,7 @@ class SpatioTemporalMemory:
         self._embedding_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._state_lock = threading.RLock()
         self._closed = False
+        self._gate = CallGate()  # public calls vs close(): MemoryClosedError, never a store error
         self._store = MemoryStore(config, self.embedder)
         try:
             self._consolidation = ConsolidationEngine(
@@ -142,6 +144,7 @@ class SpatioTemporalMemory:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    @while_open
     def flush(self) -> int:
         """Write every buffered observation (and staged entity sighting) now. Returns how many
         observations were written."""
@@ -154,6 +157,7 @@ class SpatioTemporalMemory:
         """Make everything added so far durable (eMEM's save())."""
         self.flush()
 
+    @while_open
     def catch_up(self) -> None:
         """Flush, then bring what the capabilities derive from the memory up to date (the
         places' entity links, the area forest): the upkeep a tool of theirs does before it
@@ -165,10 +169,11 @@ class SpatioTemporalMemory:
     def close(self) -> None:
         """Flush, finish queued consolidation (with the built-in fallbacks: closing never
         waits on an LLM), stop the background threads and close the stores (idempotent)."""
-        with self._state_lock:
-            if self._closed:
-                return
-            self._closed = True
+        # Refuse new calls, wait for those inside: a call racing close() finishes or raises
+        # MemoryClosedError, and every add that returned is written by the buffer's last flush.
+        if not self._gate.close():
+            return
+        self._closed = True
         try:
             self._buffer.stop()
         finally:
@@ -191,6 +196,7 @@ class SpatioTemporalMemory:
 
     # --- writing -------------------------------------------------------------------------------
 
+    @while_open
     def add(
         self,
         text: str,
@@ -258,6 +264,7 @@ class SpatioTemporalMemory:
             metadata=metadata,
         )
 
+    @while_open
     def add_entity(
         self,
         name: str,
@@ -303,6 +310,7 @@ class SpatioTemporalMemory:
         with self._state_lock:
             return self._episode_stack[-1] if self._episode_stack else None
 
+    @while_open
     def start_episode(
         self,
         name: str,
@@ -346,6 +354,7 @@ class SpatioTemporalMemory:
             self._episode_stack.append(episode.id)
             return episode.id
 
+    @while_open
     def end_episode(self, consolidate: bool = True, wait: bool = False) -> str | None:
         """End the innermost active episode; returns its id, or None when none is active.
 
@@ -375,6 +384,7 @@ class SpatioTemporalMemory:
         """The consolidation engine (gists, tiers, entities, its worker and counters)."""
         return self._consolidation
 
+    @while_open
     def consolidate_time_window(self) -> list[str]:
         """Consolidate short-term observations older than consolidation_window that belong to
         no episode: clusters (HDBSCAN on position, split at time gaps) of at least
@@ -384,6 +394,7 @@ class SpatioTemporalMemory:
         self.flush()
         return self._consolidation.consolidate_time_window()
 
+    @while_open
     def maintenance(self) -> int:
         """Archive long-term observations older than archive_after_seconds: their raw text and
         vectors are dropped, their gists stay searchable. Returns how many were archived. Also
@@ -391,6 +402,7 @@ class SpatioTemporalMemory:
         self._check_open()
         return self._consolidation.maintenance()
 
+    @while_open
     def extract_entities(self) -> int:
         """Extract entities from every observation still waiting for it, now (normally done
         in the background every entity_extract_flush_interval flushes or
@@ -443,6 +455,11 @@ class SpatioTemporalMemory:
             return out
 
     # --- internals -----------------------------------------------------------------------------
+
+    def in_use(self) -> CallGate:
+        """The gate a tool call runs in (``with memory.in_use(): ...``): MemoryClosedError once
+        the memory is closed; close() waits for the calls inside."""
+        return self._gate
 
     def _check_open(self) -> None:
         if self._closed:
@@ -703,6 +720,7 @@ class SpatioTemporalMemory:
         """Waypoints from the current position to where ``concept`` is."""
         return self.places.navigate_to(concept)
 
+    @while_open
     def rebuild_places(self) -> int:
         """Build the topological map again from every perception observation (places count)."""
         self._check_open()

@@ -16,6 +16,7 @@ import pytest
 
 from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
 from emem_graph.cli import main
+from emem_graph.outputs import DIRECTORY_MARKER
 
 START = 1_790_000_000.0
 KITCHEN = (1.0, 2.0)
@@ -219,9 +220,8 @@ def test_parquet_export_writes_one_file_per_table_with_the_stats_counts(
     stats = stats_of(capsys, memory.directory)
     out = tmp_path / "parquet"
     run(capsys, "export", str(memory.directory), "--format", "parquet", str(out))
-    assert sorted(p.name for p in out.iterdir()) == sorted(
-        f"{t}.parquet" for t in NODE_TABLES + REL_TABLES
-    )
+    written = (p.name for p in out.iterdir() if p.name != DIRECTORY_MARKER)
+    assert sorted(written) == sorted(f"{t}.parquet" for t in NODE_TABLES + REL_TABLES)
     for table in NODE_TABLES:
         read = pq.read_table(out / f"{table}.parquet")
         assert read.num_rows == stats["nodes"][table], table

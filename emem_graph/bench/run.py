@@ -38,6 +38,7 @@ from emem_graph.bench.report import Figure, Target
 from emem_graph.bench.workload import AREA_RADIUS, QUERIES, START, PatrolWorkload, patrol_workload
 from emem_graph.errors import InvalidInputError
 from emem_graph.ingest.embeddings import EmbeddingProvider, HashingEmbedder
+from emem_graph.outputs import DIRECTORY_MARKER, claim_directory
 
 SCRATCH = ("raw", "floor", "ours", "store", "emem", "model", "scale")
 WORKLOAD = "5 layers incl. body state, one observation every 0.4 s"
@@ -129,6 +130,9 @@ def run_bench(
     subjects = [emem_graph_subject(out / "ours", embedder, clock, batch_size, extract=False)]
     if compare == "emem":
         subjects.append(emem_subject(out / "emem", embedder, clock, batch_size))
+    # Bench deletes its scratch subdirectories: only in a directory it created (or an empty
+    # one), never inside a memory or in someone else's directory (outputs.py).
+    claim_directory(out, "bench")
     _clean(out)
     out.mkdir(parents=True, exist_ok=True)
     try:
@@ -431,5 +435,6 @@ def _bar(total: int, desc: str, progress: bool) -> tqdm[Any]:
 def _clean(out: Path) -> None:
     for name in SCRATCH:
         shutil.rmtree(out / name, ignore_errors=True)
-    if out.is_dir() and not any(out.iterdir()):
+    if out.is_dir() and [p.name for p in out.iterdir()] == [DIRECTORY_MARKER]:
+        (out / DIRECTORY_MARKER).unlink()
         out.rmdir()

@@ -22,6 +22,7 @@ from typing import Any, Literal, get_args
 
 from emem_graph.errors import InvalidInputError, ReadOnlyQueryError
 from emem_graph.explore.readonly import ReadOnlyMemory
+from emem_graph.limits import MAX_PARAM_CHARS, load_json
 from emem_graph.resources import read_cypher, resource_dir
 from emem_graph.storage.graph import CypherResult, GraphDB
 
@@ -323,7 +324,10 @@ def parse_params(pairs: Sequence[str]) -> dict[str, Any]:
         if key in params:
             raise InvalidInputError(f"parameter {key} is given twice")
         try:
-            params[key] = json.loads(raw)
+            # Bounded (limits.load_json): a huge or deeply nested value is one error line.
+            params[key] = load_json(raw, f"--param {key}", MAX_PARAM_CHARS)
+        except InvalidInputError:
+            raise
         except ValueError:
             params[key] = raw
     return params

@@ -31,6 +31,7 @@ from emem_graph.errors import InvalidInputError
 from emem_graph.explore.graph_files import write_graphml, write_node_link
 from emem_graph.explore.readonly import ReadOnlyMemory
 from emem_graph.explore.selection import Area, ExportFilter, GraphSelection, select_graph
+from emem_graph.outputs import claim_directory, claim_file, record_file
 from emem_graph.retrieval.timeparse import parse_optional_time
 from emem_graph.storage.vectors import VectorFilter, VectorStore
 
@@ -114,7 +115,10 @@ def export_memory(
 
     Raises:
         InvalidInputError: an unknown format, vectors asked for another format than parquet,
-            a bad filter, a directory that holds no memory, an output that cannot be written.
+            a bad filter, a directory that holds no memory, an output that cannot be written;
+            an output inside a memory directory (or the memory itself, also through a symlink
+            or ``..``), an existing file no export wrote (or one changed since), a non-empty
+            directory no export created (outputs.py).
         StorageError: the memory cannot be opened (e.g. another process writes it).
     """
     if format not in FORMATS:
@@ -122,6 +126,12 @@ def export_memory(
     if include_vectors and format != "parquet":
         raise InvalidInputError("vectors are exported into Parquet files only: use parquet")
     target = Path(out)
+    # Claimed before the memory is opened: an export never writes into a memory, nor over a
+    # file or into a directory it did not create (outputs.py).
+    if format in ("graphml", "json"):
+        claim_file(target, "export")
+    else:
+        claim_directory(target, "export", create=False)
     with ReadOnlyMemory(directory) as memory:
         now = _memory_now(memory)
         where = ExportFilter(
@@ -169,8 +179,7 @@ def _write_graph_file(
     where: ExportFilter,
     progress: bool,
 ) -> Path:
-    if target.is_dir():
-        raise InvalidInputError(f"{target} is a directory; {format} exports write one file")
+    claim_file(target, "export")  # again: selecting took a while
     target.parent.mkdir(parents=True, exist_ok=True)
     graph_data: dict[str, Any] = {
         "exported_by": "emem_graph",
@@ -184,6 +193,7 @@ def _write_graph_file(
         if where.describe():
             graph_data["filter"] = where.describe()
         write_node_link(selection, target, graph_data=graph_data, progress=progress)
+    record_file(target)
     return target
 
 
@@ -194,9 +204,7 @@ def _write_table_files(
     vectors: dict[str, pa.Array],
     progress: bool,
 ) -> list[Path]:
-    if target.exists() and not target.is_dir():
-        raise InvalidInputError(f"{target} is a file; {format} exports write a directory")
-    target.mkdir(parents=True, exist_ok=True)
+    claim_directory(target, "export")
     tables = {**selection.nodes, **selection.edges}
     files: list[Path] = []
     for name, table in tqdm(

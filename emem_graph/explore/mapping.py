@@ -32,6 +32,7 @@ from emem_graph.explore.map_drawing import (
 )
 from emem_graph.explore.readonly import ReadOnlyMemory
 from emem_graph.models import AGENT_NOTE, INTEROCEPTION
+from emem_graph.outputs import claim_file, record_file
 from emem_graph.retrieval.timeparse import parse_optional_time
 
 MAX_PIXELS_PER_SIDE = 10_000
@@ -188,7 +189,9 @@ def render_map(
             )
         bar.update()
         try:
+            claim_file(out, "map")
             figure.savefig(out, dpi=dpi, format="png")
+            record_file(out)
         except OSError as exc:
             raise InvalidInputError(f"cannot write the map to {out}: {exc}") from exc
         bar.update()
@@ -394,6 +397,7 @@ def _check_output(out: Path) -> None:
         )
     if out.is_dir():
         raise InvalidInputError(f"{out} is a directory; give a file name ending in .png")
+    claim_file(out, "map")  # never inside a memory, never over a file no map wrote
     parent = out.parent if str(out.parent) else Path(".")
     if not parent.is_dir():
         raise InvalidInputError(f"cannot write {out}: the directory {parent} does not exist")

@@ -8,14 +8,17 @@ the same schema-generated validation (same messages) and flush the memory first.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
 import logging
+import reprlib
 from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from emem_graph.errors import EmemGraphError
+from emem_graph.limits import load_json
 from emem_graph.retrieval.schemas import ALL_SCHEMAS, ToolArgumentError, validate_arguments
 
 log = logging.getLogger(__name__)
@@ -59,9 +62,13 @@ def tool_method(
                 raise ToolArgumentError(f"{name}: argument {key!r} given twice")
             given[key] = value
         values = validate_arguments(name, given)
-        self.flush_before_tool()
-        run: Callable[..., str] = fn
-        return run(self, **values)
+        # The memory's gate (gate.py): a tool racing close() answers or raises
+        # MemoryClosedError, never a store's error from under a closing memory.
+        in_use = getattr(getattr(self, "_host", None), "in_use", None)
+        with in_use() if callable(in_use) else contextlib.nullcontext():
+            self.flush_before_tool()
+            run: Callable[..., str] = fn
+            return run(self, **values)
 
     return call
 
@@ -98,12 +105,15 @@ def dispatch_tool_call(owner: object, tool_name: Any, arguments: Any = None) -> 
     """
     try:
         if not isinstance(tool_name, str) or tool_name not in ALL_SCHEMAS:
-            return _error(f"unknown tool {tool_name!r}; available: {', '.join(ALL_SCHEMAS)}")
+            shown = reprlib.repr(tool_name)  # bounded: a tool name may be any size
+            return _error(f"unknown tool {shown}; available: {', '.join(ALL_SCHEMAS)}")
         if arguments is None:
             arguments = {}
         if isinstance(arguments, str):
             try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
+                # Length and nesting are checked before parsing (limits.load_json).
+                text = arguments
+                arguments = load_json(text, f"{tool_name}: arguments") if text.strip() else {}
             except json.JSONDecodeError as exc:
                 return _error(f"{tool_name}: arguments are not valid JSON ({exc.msg})")
         if not isinstance(arguments, dict):
@@ -121,6 +131,10 @@ def dispatch_tool_call(owner: object, tool_name: Any, arguments: Any = None) -> 
         return result
     except (EmemGraphError, ValueError) as exc:
         return _error(str(exc))
+    except (RecursionError, OverflowError, MemoryError) as exc:
+        # Left over from an input the bounds did not foresee: still one line, not a crash.
+        log.warning("tool %s: %s", tool_name, type(exc).__name__)
+        return _error(f"{tool_name}: the arguments are too large or too deeply nested ({exc})")
     except Exception as exc:
         # A tool call must not take the planner down; the traceback goes to the log.
         log.exception("tool %s failed", tool_name)

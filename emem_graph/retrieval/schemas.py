@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import copy
 import functools
+import reprlib
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 
 from emem_graph.errors import InvalidInputError
+from emem_graph.limits import bound_parameter, check_tool_arguments
 
 _TIME_FORMS = (
     "Relative ('-10m', '-2h', '-1d', '-30s', '10 minutes ago', 'an hour', 'yesterday', "
@@ -71,10 +73,13 @@ def _required_text(description: str) -> dict[str, Any]:
 
 
 def _tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> Any:
+    # Every parameter gets its size bound (limits.py) written into the schema itself: the
+    # planner is told the bound the argument model then enforces.
+    bounded = {key: bound_parameter(key, spec) for key, spec in properties.items()}
     return {
         "name": name,
         "description": description,
-        "parameters": {"type": "object", "properties": properties, "required": required},
+        "parameters": {"type": "object", "properties": bounded, "required": required},
     }
 
 
@@ -406,7 +411,7 @@ def _field_type(spec: dict[str, Any]) -> Any:
     if kind == "array":
         if spec["items"]["type"] != "string":
             raise TypeError(f"unsupported array items in tool schema: {spec['items']}")
-        return list[str]
+        return list[Annotated[str, Field(max_length=spec["items"].get("maxLength"))]]
     return scalar[kind]
 
 
@@ -417,10 +422,15 @@ def _field(spec: dict[str, Any], required: bool) -> tuple[Any, Any]:
         ("maximum", "le"),
         ("exclusiveMinimum", "gt"),
         ("minLength", "min_length"),
+        ("maxLength", "max_length"),
+        ("maxItems", "max_length"),
         ("pattern", "pattern"),
     ):
         if keyword in spec:
             constraints[argument] = spec[keyword]
+    if isinstance(spec["type"], list):
+        # A time (text or number): its text length is checked by limits.check_tool_arguments.
+        constraints.pop("max_length", None)
     annotation = _field_type(spec)
     if required:
         return annotation, Field(..., **constraints)
@@ -451,12 +461,26 @@ def validate_arguments(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """
     if tool not in ALL_SCHEMAS:
         raise ToolArgumentError(f"unknown tool {tool!r}; available: {', '.join(ALL_SCHEMAS)}")
+    try:
+        # Sizes first (limits.py): an oversized or deeply nested value is refused before the
+        # model (or a repr of it in a message) walks it.
+        check_tool_arguments(tool, arguments)
+    except InvalidInputError as exc:
+        raise ToolArgumentError(str(exc)) from None
     given = {key: value for key, value in arguments.items() if value is not None}
     model = arguments_model(tool)
     try:
         return dict(model.model_validate(given))
     except ValidationError as exc:
         raise ToolArgumentError(_describe(tool, exc)) from None
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel = 3
+_SHORT.maxstring = 57
+_SHORT.maxother = 57
+_SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = 4
+"""Shows a rejected value in a message: bounded in size and depth (never a RecursionError)."""
 
 
 def _describe(tool: str, exc: ValidationError) -> str:
@@ -469,7 +493,6 @@ def _describe(tool: str, exc: ValidationError) -> str:
         elif error["type"] == "missing":
             problems.append(f"missing required argument {where!r}")
         else:
-            shown = repr(error.get("input"))
-            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            shown = _SHORT.repr(error.get("input"))
             problems.append(f"argument {where!r}: {error['msg']} (got {shown})")
     return f"{tool}: " + "; ".join(problems)

@@ -1,0 +1,84 @@
+"""CallGate: the memory's public calls against close(), so that a call racing close() either
+finishes on open stores or raises MemoryClosedError, never a store's own error."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, Protocol, TypeVar
+
+from emem_graph.errors import MemoryClosedError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class CallGate:
+    """Counts the calls inside; once closed, refuses new ones and lets close() wait for the
+    calls already inside to finish (they then run on open stores, and what they acknowledged
+    is written by close's last flush).
+
+    Reentrant per thread: a call made inside a call (a tool's flush) is not counted again and
+    is never refused, and close() from inside a call does not wait for itself.
+    """
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition()
+        self._inside = 0
+        self._closed = False
+        self._local = threading.local()
+
+    def __enter__(self) -> None:
+        depth: int = getattr(self._local, "depth", 0)
+        if depth == 0:
+            with self._cv:
+                if self._closed:
+                    raise MemoryClosedError("this memory is closed")
+                self._inside += 1
+        self._local.depth = depth + 1
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        depth: int = self._local.depth - 1
+        self._local.depth = depth
+        if depth == 0:
+            with self._cv:
+                self._inside -= 1
+                if self._inside == 0:
+                    self._cv.notify_all()
+
+    def close(self) -> bool:
+        """Refuse new calls and wait for the calls inside (other threads') to finish.
+
+        Returns:
+            True for the first close(), False when the gate was closed already.
+        """
+        own = 1 if getattr(self._local, "depth", 0) > 0 else 0
+        with self._cv:
+            if self._closed:
+                return False
+            self._closed = True
+            self._cv.wait_for(lambda: self._inside <= own)
+        return True
+
+
+class Gated(Protocol):
+    """An object whose public calls pass its ``_gate``."""
+
+    _gate: CallGate
+
+
+def while_open(fn: F) -> F:
+    """Run the method inside its object's ``_gate`` (MemoryClosedError once it is closed)."""
+
+    @functools.wraps(fn)
+    def call(self: Gated, *args: Any, **kwargs: Any) -> Any:
+        with self._gate:
+            return fn(self, *args, **kwargs)
+
+    return call  # type: ignore[return-value]
