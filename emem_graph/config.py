@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import os
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from emem_graph.errors import ConfigError
+
+
+class _DefaultDbPath(str):
+    """The facade's default db_path ("memory.db"): a str like any other, told apart from an
+    explicit "memory.db" by identity, so an explicit argument can win over a config's default."""
+
+
+DEFAULT_DB_PATH: str = _DefaultDbPath("memory.db")
 
 _PositiveSeconds = Field(gt=0.0)
 
@@ -141,3 +150,64 @@ def _describe(exc: ValidationError) -> str:
 
 
 SpatioTemporalMemoryConfig = MemoryConfig
+
+
+def settle(
+    db_path: str | os.PathLike[str],
+    config: MemoryConfig | dict[str, Any] | None,
+    embedding_dim: int | None = None,
+) -> MemoryConfig:
+    """The configuration a SpatioTemporalMemory opens with: an explicit argument wins over a
+    config field left at its default, and an explicit conflict is an error (never a silent
+    choice of one).
+
+    Args:
+        db_path: the facade's db_path (DEFAULT_DB_PATH when the caller gave none).
+        config: a MemoryConfig, a dict of its fields, or None.
+        embedding_dim: the dimension of a given embedding provider (None: none given); taken
+            when the config does not set embedding_dim itself.
+
+    Returns:
+        The validated config.
+
+    Raises:
+        ConfigError: config is not a MemoryConfig or dict, a field is invalid, or db_path and
+            config's own db_path name two different places.
+    """
+    given = db_path is not DEFAULT_DB_PATH
+    if config is None:
+        fields: dict[str, Any] = {}
+    elif isinstance(config, MemoryConfig):
+        fields = config.model_dump(exclude_unset=True)
+    elif isinstance(config, dict):
+        fields = dict(config)
+    else:
+        raise ConfigError(
+            f"config must be a MemoryConfig or a dict of its fields, got {type(config).__name__}"
+        )
+    updates: dict[str, Any] = {}
+    if given:
+        if not isinstance(db_path, (str, os.PathLike)):
+            raise ConfigError(f"db_path must be a path, got {type(db_path).__name__}")
+        path = os.fspath(db_path)
+        stated = fields.get("db_path", DEFAULT_DB_PATH)
+        # A config left at the default path ("memory.db", set or not) yields to the argument.
+        if stated != DEFAULT_DB_PATH and not _same_place(stated, path):
+            raise ConfigError(
+                f"db_path={path!r} and config.db_path={stated!r} name two different memories; "
+                "give one of them (or the same path in both)"
+            )
+        updates["db_path"] = str(path)
+    if embedding_dim is not None and "embedding_dim" not in fields:
+        updates["embedding_dim"] = embedding_dim
+    if isinstance(config, MemoryConfig) and all(
+        getattr(config, key) == value for key, value in updates.items()
+    ):
+        return config
+    return MemoryConfig.build(**{**fields, **updates})
+
+
+def _same_place(a: Any, b: str) -> bool:
+    if not isinstance(a, (str, os.PathLike)) or not os.fspath(a):
+        return False
+    return os.path.realpath(a) == os.path.realpath(b)

@@ -52,3 +52,13 @@ class QueryTimeoutError(EmemGraphError):
 
 class DatabaseLockedError(StorageError):
     """The graph database is held read-write by another process (Kuzu allows one such process)."""
+
+
+class DamagedMemoryError(StorageError):
+    """A file of the memory is damaged or missing and cannot be repaired from the graph (the
+    graph itself): restore the memory's directory from a backup."""
+
+
+class VectorStoreDamagedError(DamagedMemoryError):
+    """The vector table has a missing, truncated or unreadable file. A read-write open moves
+    it aside and rebuilds it from the graph; a read-only open cannot, and raises this."""

@@ -17,7 +17,8 @@ import numpy as np
 
 from emem_graph import validation
 from emem_graph.capability import Capability
-from emem_graph.config import MemoryConfig
+from emem_graph.config import DEFAULT_DB_PATH, MemoryConfig
+from emem_graph.config import settle as settle_config
 from emem_graph.consolidation.engine import ConsolidationEngine
 from emem_graph.consolidation.entities import Sighting
 from emem_graph.errors import EmbeddingDimensionError, InvalidInputError, MemoryClosedError
@@ -50,7 +51,9 @@ class SpatioTemporalMemory:
 
     Args:
         db_path: the memory's directory (graph and vectors live inside it).
-        config: a MemoryConfig (or a dict of its fields); when given, its db_path wins.
+        config: a MemoryConfig (or a dict of its fields). An explicit db_path wins over a
+            config left at the default path; two different explicit paths are a ConfigError.
+            A given embedding_provider's dim is taken unless the config sets embedding_dim.
         embedding_provider: object with ``dim`` and ``embed(list[str]) -> (N, dim) array``;
             default: the provider named by the config (all-MiniLM-L6-v2).
         llm_client: summariser / entity extractor used by consolidation (an LLMClient, e.g.
@@ -60,25 +63,24 @@ class SpatioTemporalMemory:
             time.time); a simulation clock that starts at 0 is fine.
 
     Raises:
-        ConfigError: invalid configuration.
+        ConfigError: invalid configuration, or db_path and config.db_path disagree.
+        DatabaseInUseError: db_path is already open in this process (use that instance).
+        DatabaseLockedError: db_path is open in another process.
         SchemaVersionError: db_path holds a memory of another schema or embedding dimension.
         BackendUnavailableError: the embedding model cannot be loaded.
     """
 
     def __init__(
         self,
-        db_path: str = "memory.db",
+        db_path: str = DEFAULT_DB_PATH,
         config: MemoryConfig | dict[str, Any] | None = None,
         embedding_provider: EmbeddingProvider | None = None,
         llm_client: Any = None,
         get_current_time: Callable[[], float] | None = None,
     ) -> None:
-        if config is None:
-            config = MemoryConfig.build(db_path=str(db_path))
-            if embedding_provider is not None:
-                config = config.model_copy(update={"embedding_dim": embedding_provider.dim})
-        elif isinstance(config, dict):
-            config = MemoryConfig.build(**{"db_path": str(db_path), **config})
+        config = settle_config(
+            db_path, config, None if embedding_provider is None else embedding_provider.dim
+        )
         self.config = config
         self.embedder = (
             embedding_provider if embedding_provider is not None else (make_embedder(config))
@@ -97,12 +99,18 @@ class SpatioTemporalMemory:
         self._gate = CallGate()  # public calls vs close(): MemoryClosedError, never a store error
         self._store = MemoryStore(config, self.embedder)
         try:
-            self._consolidation = ConsolidationEngine(
-                self._store, config, embed=self.embed, clock=self._clock, llm_client=llm_client
-            )
+            self._open(config, llm_client)
         except BaseException:
-            self._store.close()
+            # A construction failing half-way closes what it opened: the directory is free
+            # again (a retry in this process is not refused as a second open).
+            self._abandon()
             raise
+
+    def _open(self, config: MemoryConfig, llm_client: Any) -> None:
+        """Everything after the store: consolidation, recovery, the capabilities, the buffer."""
+        self._consolidation = ConsolidationEngine(
+            self._store, config, embed=self.embed, clock=self._clock, llm_client=llm_client
+        )
         self._episode_stack: list[str] = []
         self._close_interrupted_episodes()
         self._consolidation.recover()
@@ -135,6 +143,20 @@ class SpatioTemporalMemory:
             batch_size=config.flush_batch_size,
             interval=config.flush_interval,
         )
+
+    def _abandon(self) -> None:
+        """Stop and close whatever a failed construction opened (never raises)."""
+        self._closed = True
+        stops: list[Callable[[], object]] = []
+        if "_consolidation" in self.__dict__:
+            stops.append(self._consolidation.stop)
+        stops.extend(capability.close for capability in self.__dict__.get("_capabilities", []))
+        stops.append(self._store.close)
+        for stop in stops:
+            try:
+                stop()
+            except Exception:
+                log.exception("closing a memory whose construction failed")
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -213,16 +235,17 @@ class SpatioTemporalMemory:
         """Remember ``text`` perceived at (x, y, z); returns its id at once (written in batches).
 
         Raises:
-            InvalidInputError: NaN/inf coordinates, empty or over-long text, confidence outside
-                [0, 1], metadata that is not JSON, an embedding of the wrong dimension.
+            InvalidInputError: NaN/inf coordinates or beyond +-validation.MAX_COORDINATE (1e9 m),
+                empty or over-long text, confidence outside [0, 1], metadata that is not JSON,
+                an embedding of the wrong dimension.
         """
         self._check_open()
         observation = Observation(
             id=uuid.uuid4().hex,
             text=validation.text("text", text, self.config.max_text_chars),
-            x=validation.finite("x", x),
-            y=validation.finite("y", y),
-            z=validation.finite("z", z),
+            x=validation.coordinate("x", x),
+            y=validation.coordinate("y", y),
+            z=validation.coordinate("z", z),
             timestamp=self._time(timestamp),
             layer_name=validation.name("layer_name", layer_name),
             source_type=validation.name("source_type", source_type),
@@ -287,9 +310,9 @@ class SpatioTemporalMemory:
         self._check_open()
         sighting = Sighting(
             name=validation.name("name", name, self.config.max_text_chars),
-            x=validation.finite("x", x),
-            y=validation.finite("y", y),
-            z=validation.finite("z", z),
+            x=validation.coordinate("x", x),
+            y=validation.coordinate("y", y),
+            z=validation.coordinate("z", z),
             timestamp=self._time(timestamp),
             layer=validation.name("layer_name", layer_name),
             entity_type=None

@@ -21,6 +21,42 @@ def finite(name: str, value: Any) -> float:
     return number
 
 
+MAX_COORDINATE = 1e9
+"""Largest magnitude (metres) of a coordinate the memory takes: |x|, |y|, |z| <= 1e9.
+
+Every Earth frame fits with margin (UTM northings stay below 1e7 m, ECEF below 6.4e6 m plus
+altitude; the Moon's orbit is 3.8e8 m), float64 still resolves 1e-7 m there, and the derived
+computations (squared distances, grid cells, cluster extents, polygon areas) stay far from
+float64's 1.8e308, where a coordinate near 1e308 overflowed them. Refused beyond at every write
+door; rows beyond it written by an older version are skipped by the derived structures."""
+
+
+def coordinate(name: str, value: Any) -> float:
+    """``value`` as a finite float with |value| <= MAX_COORDINATE, or InvalidInputError."""
+    number = finite(name, value)
+    if abs(number) > MAX_COORDINATE:
+        raise InvalidInputError(
+            f"{name} must be within +-{MAX_COORDINATE:g} m (MAX_COORDINATE), got {number:g}; "
+            "give positions in a local or map frame in metres"
+        )
+    return number
+
+
+def in_bounds(*values: float) -> bool:
+    """True when every value is a finite coordinate within MAX_COORDINATE (for rows read
+    back: an older version stored any finite number)."""
+    return all(math.isfinite(v) and abs(v) <= MAX_COORDINATE for v in values)
+
+
+def clamp_coordinate(value: float) -> float:
+    """A stored coordinate brought within +-MAX_COORDINATE (NaN becomes 0): how the derived
+    structures (place map, area forest, gist shapes) read rows an older version stored beyond
+    the bound, so that opening such a memory never overflows."""
+    if math.isnan(value):
+        return 0.0
+    return max(-MAX_COORDINATE, min(MAX_COORDINATE, value))
+
+
 def optional_finite(name: str, value: Any) -> float | None:
     """Like finite(), but None passes through."""
     return None if value is None else finite(name, value)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from emem_graph import validation
 from emem_graph.storage import records
 
 if TYPE_CHECKING:
@@ -33,6 +34,15 @@ class Leaf:
     t_start: float
     t_end: float
     layer: str | None
+
+    def __post_init__(self) -> None:
+        # A position an older version stored beyond validation.MAX_COORDINATE is clamped to
+        # it: the clustering's distances and boxes overflowed there (catch_up and every area
+        # tool failed). Bounded positions (all a current memory takes) pass unchanged.
+        if not validation.in_bounds(self.x, self.y, self.z):
+            self.x = validation.clamp_coordinate(float(self.x))
+            self.y = validation.clamp_coordinate(float(self.y))
+            self.z = validation.clamp_coordinate(float(self.z))
 
 
 @dataclass

@@ -15,6 +15,7 @@ import numpy as np
 import shapely
 from shapely.geometry import MultiPoint
 
+from emem_graph import validation
 from emem_graph.consolidation.extractive import (
     Embed,
     cross_layer_summary,
@@ -57,7 +58,13 @@ def common_layer(observations: Sequence[Observation]) -> str | None:
 
 def gist_shape(observations: Sequence[Observation]) -> tuple[np.ndarray, float, str]:
     """Centroid [x, y, z], radius (farthest position from the centroid) and extent WKT."""
-    points = np.array([[o.x, o.y, o.z] for o in observations], dtype=np.float64)
+    # Clamped to validation.MAX_COORDINATE: a position an older version stored beyond it
+    # overflowed the norm and made GEOS fail, and the gist was never written.
+    points = np.clip(
+        np.nan_to_num(np.array([[o.x, o.y, o.z] for o in observations], dtype=np.float64)),
+        -validation.MAX_COORDINATE,
+        validation.MAX_COORDINATE,
+    )
     center = points.mean(axis=0)
     radius = float(np.linalg.norm(points - center, axis=1).max())
     hull = MultiPoint([tuple(p) for p in points[:, :2]]).convex_hull

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import TracebackType
 
-from emem_graph.errors import DatabaseLockedError, InvalidInputError
+from emem_graph.errors import DatabaseInUseError, DatabaseLockedError, InvalidInputError
 from emem_graph.storage.graph import GraphDB
 from emem_graph.storage.store import GRAPH_FILE, PENDING_DIR, VECTOR_DIR
 from emem_graph.storage.vectors import TABLE, VectorStore
@@ -49,6 +49,8 @@ class ReadOnlyMemory:
             )
         try:
             self.graph = GraphDB(self.graph_path, read_only=True)
+        except DatabaseInUseError:  # open read-write in this very process: its message says so
+            raise
         except DatabaseLockedError as exc:
             raise DatabaseLockedError(
                 f"the memory {self.root} is open read-write in another process (a running "

@@ -16,6 +16,7 @@ from emem_graph.explore.selection import (
     CORE_REL_TABLES,
 )
 from emem_graph.models import AGENT_NOTE, INTEROCEPTION, NodeKind, Tier
+from emem_graph.storage.health import read_health
 from emem_graph.storage.vectors import VectorFilter
 
 _NODE_COUNT_KEYS = {
@@ -70,6 +71,11 @@ class MemoryStats(BaseModel):
     pending_vectors: int
     """Nodes whose vector work is journalled but not yet in LanceDB (redone on the next
     read-write open)."""
+
+    health: dict[str, int] = {}
+    """Damage found on opening the memory and repaired or reported (storage/health.py):
+    vector_rebuilds, graph_losses (flushed observations a damaged graph WAL dropped),
+    damage_reports (every report)."""
 
     def to_json(self) -> str:
         """The JSON form (what ``emem-graph stats --json`` prints)."""
@@ -133,6 +139,7 @@ def memory_stats(directory: str | Path) -> MemoryStats:
             disk=disk,
             vector_rows=vector_rows,
             pending_vectors=pending,
+            health={k: v for k, v in read_health(memory.root).items() if k != "reports"},
         )
 
 
@@ -174,6 +181,8 @@ def format_stats(stats: MemoryStats) -> str:
         f"vector rows ({sum(stats.vector_rows.values())})",
         {**stats.vector_rows, "pending (not yet indexed)": stats.pending_vectors},
     )
+    if any(stats.health.values()):
+        _section(lines, "damage repaired or reported (health.json)", stats.health)
     return "\n".join(lines)
 
 

@@ -5,6 +5,7 @@ Kuzu's weighted shortest paths.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
+from emem_graph import validation
 from emem_graph.spatial.topology import (
     Connection,
     MapUpdate,
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
     from emem_graph.config import MemoryConfig
     from emem_graph.storage.store import MemoryStore
 
+log = logging.getLogger(__name__)
+
 LINK_EACH_MAX = 64
 """Up to this many observation links are written one primary-key lookup each (~1 ms a row at
 any table size); more go through one UNWIND statement, which Kuzu plans as a scan of the
@@ -34,6 +38,8 @@ REBUILD_BATCH = 20_000
 """Trajectory points per transaction when the map is rebuilt."""
 MAX_ROUTE_HOPS = 100_000
 """The hop limit written in spatial_route*.cypher (and raised on the connection)."""
+
+log = logging.getLogger(__name__)
 
 
 class _Reader(Protocol):
@@ -83,8 +89,12 @@ def load_map(store: MemoryStore, config: MemoryConfig) -> PlaceMap:
 
 
 def trajectory_points(rows: Iterable[dict[str, Any]]) -> list[TrajectoryPoint]:
-    """Rows of spatial_trajectory / spatial_unplaced_trajectory as trajectory points."""
-    return [
+    """Rows of spatial_trajectory / spatial_unplaced_trajectory as trajectory points.
+
+    A position an older version stored beyond validation.MAX_COORDINATE is clamped to it (with
+    a warning): the point is still placed, so the map's counts stay whole, and no distance
+    overflows (a memory holding one failed to open)."""
+    points = [
         TrajectoryPoint(
             observation_id=row["id"],
             x=float(row["x"]),
@@ -93,6 +103,20 @@ def trajectory_points(rows: Iterable[dict[str, Any]]) -> list[TrajectoryPoint]:
             timestamp=float(row["timestamp"]),
         )
         for row in rows
+    ]
+    outside = sum(not validation.in_bounds(p.x, p.y, p.z) for p in points)
+    if not outside:
+        return points
+    log.warning(
+        "%d trajectory positions lie beyond +-%g m (stored by an older version); the place map "
+        "puts them at the bound",
+        outside,
+        validation.MAX_COORDINATE,
+    )
+    clamp = validation.clamp_coordinate
+    return [
+        TrajectoryPoint(p.observation_id, clamp(p.x), clamp(p.y), clamp(p.z), p.timestamp)
+        for p in points
     ]
 
 
@@ -138,7 +162,10 @@ def link_entities(store: MemoryStore, place_map: PlaceMap) -> int:
         return 0
     rows: list[dict[str, Any]] = []
     for row in store.graph.query("spatial_entity_positions"):
-        found = place_map.nearest(float(row["x"]), float(row["y"]))
+        found = place_map.nearest(
+            validation.clamp_coordinate(float(row["x"])),
+            validation.clamp_coordinate(float(row["y"])),
+        )
         if found is None:
             continue
         place, distance = found
@@ -252,9 +279,9 @@ def route_lengths(graph: _Reader, start: str, ids: Sequence[str]) -> dict[str, f
 def _place(row: dict[str, Any]) -> Place:
     return Place(
         id=row["id"],
-        x=float(row["x"]),
-        y=float(row["y"]),
-        z=float(row["z"] or 0.0),
+        x=validation.clamp_coordinate(float(row["x"])),
+        y=validation.clamp_coordinate(float(row["y"])),
+        z=validation.clamp_coordinate(float(row["z"] or 0.0)),
         visits=int(row["visits"] or 0),
         first_seen=float(row["first_seen"] if row["first_seen"] is not None else -math.inf),
         last_seen=float(row["last_seen"] if row["last_seen"] is not None else -math.inf),

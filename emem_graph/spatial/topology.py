@@ -295,4 +295,5 @@ class PlaceMap:
 
     def _distance(self, i: int, j: int) -> float:
         a, b = self._places[i], self._places[j]
-        return math.sqrt((a.x - b.x) ** 2 + (a.y - b.y) ** 2 + (a.z - b.z) ** 2)
+        # math.dist: inf for positions beyond float range apart, never an OverflowError.
+        return math.dist((a.x, a.y, a.z), (b.x, b.y, b.z))

@@ -18,6 +18,7 @@ import kuzu
 import pyarrow as pa
 
 from emem_graph.errors import (
+    DamagedMemoryError,
     DatabaseLockedError,
     EmemGraphError,
     InvalidInputError,
@@ -204,7 +205,12 @@ class GraphDB:
                     f"graph database {path} is open {holder} in another process (Kuzu lets one "
                     "process hold a database read-write and no other process open it meanwhile)"
                 ) from exc
-            raise StorageError(f"cannot open graph database {path}: {exc}") from exc
+            # Kuzu's words for a damaged file: "not a valid Kuzu database file", "Reading past
+            # the end of the file"...: the graph is the truth, only a backup brings it back.
+            raise DamagedMemoryError(
+                f"cannot open graph database {path} (damaged, or not a Kuzu 0.11 database): "
+                f"{' '.join(str(exc).split())}; restore the memory's directory from a backup"
+            ) from exc
         self._write_lock = threading.Lock()
         self._local = threading.local()
         self._connections: list[kuzu.Connection] = []

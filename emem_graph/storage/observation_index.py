@@ -421,6 +421,8 @@ class ObservationIndex:
         (a 5 m read covers up to 121 cells)."""
         if snap.rows_of_whole is not None or snap.n == 0 or limit < 1:
             return None
+        if not (math.isfinite(x) and math.isfinite(y)):  # no cell to start from: scan
+            return None
         cx, cy = math.floor(x / CELL), math.floor(y / CELL)
         # Every row in a cell outside ring r is at least r * CELL + margin from (x, y).
         margin = min(x - cx * CELL, (cx + 1) * CELL - x, y - cy * CELL, (cy + 1) * CELL - y)
@@ -502,6 +504,9 @@ class ObservationIndex:
         """Rows of ``snap`` (sorted) in the grid cells a circle covers; None when they are too
         many for the grid to pay (then every row is scanned)."""
         if snap.rows_of_whole is not None or snap.n == 0:
+            return None
+        edges = ((x - radius) / CELL, (x + radius) / CELL, (y - radius) / CELL, (y + radius) / CELL)
+        if not all(math.isfinite(edge) for edge in edges):  # a circle reaching infinity: scan
             return None
         x0, x1 = math.floor((x - radius) / CELL), math.floor((x + radius) / CELL)
         y0, y1 = math.floor((y - radius) / CELL), math.floor((y + radius) / CELL)
