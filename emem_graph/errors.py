@@ -54,6 +54,12 @@ class DatabaseLockedError(StorageError):
     """The graph database is held read-write by another process (Kuzu allows one such process)."""
 
 
+class DatabaseInUseError(DatabaseLockedError):
+    """The graph database is already open in this process (a second SpatioTemporalMemory,
+    MemoryStore or ReadOnlyMemory on the same directory): Kuzu would accept it and lose writes,
+    so it is refused; use the open instance or close it first."""
+
+
 class DamagedMemoryError(StorageError):
     """A file of the memory is damaged or missing and cannot be repaired from the graph (the
     graph itself): restore the memory's directory from a backup."""

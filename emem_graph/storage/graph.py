@@ -8,6 +8,7 @@ import logging
 import re
 import threading
 import warnings
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from emem_graph.errors import (
     StorageError,
 )
 from emem_graph.resources import read_cypher
+from emem_graph.storage import open_registry
 
 log = logging.getLogger(__name__)
 
@@ -195,9 +197,17 @@ class GraphDB:
         self.path = path
         self.read_only = read_only
         path.parent.mkdir(parents=True, exist_ok=True)
+        # One open per database file in this process (Kuzu would take a second and lose
+        # writes): claimed before opening, given back on close, on a failed open, or when this
+        # object is collected unclosed.
+        claim = open_registry.claim(path, read_only=read_only)
+        self._release = weakref.finalize(self, claim.release)
         try:
             self._db = kuzu.Database(str(path), read_only=read_only)
-        except RuntimeError as exc:
+        except BaseException as exc:
+            self._release()
+            if not isinstance(exc, RuntimeError):
+                raise
             if "Could not set lock" in str(exc):
                 # Kuzu: one read-write process and nobody else, or any number of read-only ones.
                 holder = "read-write" if read_only else "read-write or read-only"
@@ -290,7 +300,10 @@ class GraphDB:
             for connection in self._connections:
                 connection.close()
             self._connections.clear()
-        self._db.close()
+        try:
+            self._db.close()
+        finally:
+            self._release()
 
     # --- reads ---------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import uuid
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -49,7 +50,7 @@ class PendingVectors:
             try:
                 with np.load(path) as batch:
                     found.update(zip(batch["ids"].tolist(), batch["vectors"], strict=True))
-            except (OSError, ValueError, KeyError) as exc:
+            except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
                 log.warning("skipping unreadable pending-vector file %s: %s", path.name, exc)
         return found
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import sys
 import threading
 from collections.abc import Sequence
 from contextlib import closing
@@ -23,14 +24,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from tqdm import tqdm
 
 from emem_graph.config import MemoryConfig
-from emem_graph.errors import StorageError
+from emem_graph.errors import StorageError, VectorStoreDamagedError
 from emem_graph.ingest.embeddings import EmbeddingProvider
 from emem_graph.models import INTEROCEPTION, Entity, Episode, Gist, Observation, VectorHit
 from emem_graph.storage.changes import GraphChange
 from emem_graph.storage.entity_index import EntityIndex
 from emem_graph.storage.graph import COPY_MIN_ROWS, GraphDB, GraphTransaction
+from emem_graph.storage.health import GraphMark, move_aside, refuse_lost_graph, report_damage
 from emem_graph.storage.observation_index import ObservationIndex
 from emem_graph.storage.pending import PendingVectors
 from emem_graph.storage.records import (
@@ -56,6 +59,8 @@ VECTOR_DIR = "vectors"
 PENDING_DIR = "pending_vectors"
 _GET_QUERY = {"observation": "get_observations", "gist": "get_gists", "entity": "get_entities"}
 _NODE_TABLE = {"observation": "Observation", "gist": "Gist", "entity": "Entity"}
+REBUILD_BATCH = 1024
+"""Nodes fetched, embedded and added per LanceDB commit when the vector table is rebuilt."""
 
 
 class MemoryStore:
@@ -82,21 +87,18 @@ class MemoryStore:
         self._write_lock = threading.RLock()
         self._acknowledged: list[str] = []
         self._vector_backlog = False
+        if not read_only:
+            refuse_lost_graph(self.root, GRAPH_FILE, VECTOR_DIR)
         self.graph = GraphDB(self.root / GRAPH_FILE, read_only=read_only)
         self._pending = PendingVectors(self.root / PENDING_DIR)
+        self._mark = GraphMark(self.root)
         try:
             self.info = self.graph.ensure_schema({"embedding_dim": str(embedder.dim)})
-            self.vectors = VectorStore(
-                self.root / VECTOR_DIR,
-                embedder.dim,
-                compact_every=config.vector_compact_every,
-                cleanup_after=timedelta(seconds=config.vector_cleanup_after_seconds),
-                ann_min_rows=config.ann_index_min_rows,
-                ann_reindex_growth=config.ann_reindex_growth,
-                vector_dtype=config.vector_dtype,
-            )
             self.index = ObservationIndex()
             self.index.load(self.graph.query_arrow("index_observations"))
+            if not read_only:
+                self._mark.check(len(self.index))
+            self.vectors, rebuilt = self._open_vectors(read_only)
             self.entities = EntityIndex()
             self._load_entities()
         except BaseException:
@@ -114,6 +116,7 @@ class MemoryStore:
             self.vectors.listen(self._follow_vectors)
         if not read_only:
             self.reconcile()
+            self._restore_vectors(rebuilt)
         if sketched:
             self._sketch_loader = threading.Thread(
                 target=self._load_sketch, name="emem-sketch", daemon=True
@@ -171,11 +174,23 @@ class MemoryStore:
                 except BaseException:
                     self._pending.discard(waiting)
                     raise
+            self._mark.committed(len(rows))
             self.index.append(observations)
             if self._index(
                 [observation_vector(o, v) for o, v in zip(observations, vectors, strict=True)],
             ):
                 self._pending.discard(waiting)
+
+    def check_writable(self) -> None:
+        """Commit a graph write transaction that carries no row (it deletes no journal entry):
+        raises when the graph cannot be written at all (closed, read-only, its files failing),
+        which tells a storage failure from a row the store cannot take.
+
+        Raises:
+            StorageError: the graph cannot be written.
+        """
+        with self._write_lock, self.graph.write() as tx:
+            tx.run("clear_vector_journal", {"ids": []})
 
     def write_entity(self, entity: Entity, vector: np.ndarray) -> None:
         """Create an entity node and its vector."""
@@ -295,6 +310,78 @@ class MemoryStore:
             self._vector_backlog = False
             log.info("reconciled %d vector entries (%d re-indexed)", len(pending), len(upserts))
             return len(pending)
+
+    def _open_vectors(self, read_only: bool) -> tuple[VectorStore, str | None]:
+        """The vector store; a damaged one is moved aside (read-write only) and a new, empty
+        one opened, to be filled from the graph by _restore_vectors. Returns the store and
+        what was damaged (None when nothing was).
+
+        Raises:
+            VectorStoreDamagedError: the table is damaged and the memory is open read-only.
+        """
+        path = self.root / VECTOR_DIR
+        try:
+            return self._vector_store(), None
+        except VectorStoreDamagedError as exc:
+            if read_only:
+                raise
+            aside = move_aside(path)
+            log.info("%s; moved it to %s", exc, aside.name)
+            return self._vector_store(), f"{exc} (moved to {aside.name})"
+
+    def _vector_store(self) -> VectorStore:
+        config = self.config
+        return VectorStore(
+            self.root / VECTOR_DIR,
+            self._embedder.dim,
+            compact_every=config.vector_compact_every,
+            cleanup_after=timedelta(seconds=config.vector_cleanup_after_seconds),
+            ann_min_rows=config.ann_index_min_rows,
+            ann_reindex_growth=config.ann_reindex_growth,
+            vector_dtype=config.vector_dtype,
+        )
+
+    def _restore_vectors(self, damaged: str | None) -> int:
+        """Re-index from the graph every node the vector table lacks (principle 1: the graph
+        holds every node's text), after a damaged table was replaced by an empty one or when
+        the table holds fewer rows than the graph's nodes (a lost version). Cheap when nothing
+        is missing: one count in each store. Returns the rows re-indexed.
+        """
+        expected = sum(int(n) for n in self.graph.query("vector_node_counts")[0].values())
+        if damaged is None and self.vectors.count() >= expected:
+            return 0
+        wanted = self.graph.query_arrow("vector_node_ids")
+        held = set(self.vectors.all_ids())
+        missing: dict[str, list[str]] = {kind: [] for kind in _GET_QUERY}
+        for node_id, kind in zip(
+            wanted.column("id").to_pylist(), wanted.column("kind").to_pylist(), strict=True
+        ):
+            if node_id not in held:
+                missing[kind].append(node_id)
+        total = sum(len(ids) for ids in missing.values())
+        with tqdm(
+            total=total, desc="rebuilding vectors", unit="node", disable=not sys.stderr.isatty()
+        ) as bar:
+            for kind, ids in missing.items():
+                for start in range(0, len(ids), REBUILD_BATCH):
+                    nodes = self._fetch(kind, ids[start : start + REBUILD_BATCH])
+                    chosen = list(nodes.values())
+                    vectors = self._embed([vector_text(n) for n in chosen])
+                    self.vectors.add(
+                        [vector_row(n, v) for n, v in zip(chosen, vectors, strict=True)]
+                    )
+                    bar.update(len(ids[start : start + REBUILD_BATCH]))
+        what = damaged or (
+            f"the vector table held {expected - total} of the {expected} rows the graph's "
+            "nodes need"
+        )
+        report_damage(
+            self.root,
+            what,
+            f"re-indexed {total} nodes from the graph's text with the memory's embedder",
+            counter="vector_rebuilds",
+        )
+        return total
 
     # --- reads ---------------------------------------------------------------------------------
 

@@ -1,0 +1,222 @@
+"""The memory's own record of damage: what was found damaged on open and what was done about it,
+and the graph's high-water mark, which tells a write-ahead log that lost committed data.
+
+Two small JSON files beside the graph, each replaced whole (written to a temporary file, then
+renamed over the old one), so a reader sees the old or the new file, never half of one:
+
+- ``health.json``: counters (``vector_rebuilds``, ``graph_losses``, ``damage_reports``) and the
+  last reports (time, what, action), shown by ``emem-graph stats``.
+- ``graph_mark.json``: how many observations the graph held after its last commit. Kuzu
+  0.11.3 replays a damaged WAL up to the damage and drops the rest without a word (measured: a
+  WAL cut in half gave back 20 of 60 flushed observations, a removed or garbled one none), so
+  on open a graph holding fewer observations than the mark has lost committed data: reported.
+
+Durability: the mark is written after each graph commit without fsync (one small write and a
+rename, ~0.1 ms next to a commit's milliseconds). A process killed at any point leaves it in
+the page cache, so it survives; a power cut may lose the latest mark writes, so the mark can
+only lag the graph (Kuzu syncs its WAL at commit) and a loss may then be under-reported, never
+reported falsely. Observation nodes are never deleted (archival keeps them), so the count only
+grows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from emem_graph.errors import DamagedMemoryError, StorageError
+
+log = logging.getLogger(__name__)
+
+HEALTH_FILE = "health.json"
+MARK_FILE = "graph_mark.json"
+REPORTS_KEPT = 20
+"""The latest damage reports kept in health.json (the counters keep counting)."""
+COUNTERS = ("vector_rebuilds", "graph_losses", "damage_reports")
+
+
+def _write_json(path: Path, value: dict[str, Any]) -> None:
+    """Replace ``path`` with ``value`` as JSON: temporary file, then an atomic rename."""
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        temporary.write_text(json.dumps(value, indent=1), encoding="utf-8")
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None when missing; raises ValueError when unreadable."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(str(exc)) from exc
+    value = json.loads(text)  # a JSONDecodeError is a ValueError
+    if not isinstance(value, dict):
+        raise ValueError("not a JSON object")
+    return value
+
+
+def read_health(root: Path) -> dict[str, Any]:
+    """The damage record of the memory in ``root``: every counter (0 when never reported) and
+    ``reports``, the latest reports (an unreadable record reads as empty)."""
+    try:
+        stored = _read_json(root / HEALTH_FILE) or {}
+    except ValueError:
+        stored = {}
+    record: dict[str, Any] = {name: _count(stored.get(name)) for name in COUNTERS}
+    reports = stored.get("reports")
+    record["reports"] = (
+        [r for r in reports if isinstance(r, dict)] if isinstance(reports, list) else []
+    )
+    return record
+
+
+def report_damage(root: Path, what: str, action: str, *, counter: str | None = None) -> None:
+    """Log a WARNING saying what was damaged and what was done, and count it in health.json.
+
+    Args:
+        root: the memory's directory.
+        what: what was found damaged (one sentence).
+        action: what was done about it (one sentence).
+        counter: a counter to raise besides ``damage_reports`` (``vector_rebuilds``,
+            ``graph_losses``).
+    """
+    log.warning("memory %s: %s; %s", root, what, action)
+    record = read_health(root)
+    record["damage_reports"] += 1
+    if counter is not None:
+        record[counter] += 1
+    record["reports"] = [
+        *record["reports"],
+        {"time": time.time(), "what": what, "action": action},
+    ][-REPORTS_KEPT:]
+    try:
+        _write_json(root / HEALTH_FILE, record)
+    except OSError as exc:  # the warning above was given; a read-only disk must not stop open
+        log.warning("memory %s: the damage record could not be written: %s", root, exc)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+class GraphMark:
+    """The count of observations the graph held after its last commit (graph_mark.json).
+
+    Args:
+        root: the memory's directory.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.path = root / MARK_FILE
+        self.observations = 0
+
+    def check(self, held: int) -> None:
+        """Compare the graph's observation count at open with the mark; report a loss (the
+        graph holds fewer) or a damaged mark, then set the mark to ``held``.
+
+        Args:
+            held: the observations the graph holds now.
+        """
+        root = self.path.parent
+        try:
+            stored = _read_json(self.path)
+            marked = None if stored is None else stored["observations"]
+            if marked is not None and (not isinstance(marked, int) or marked < 0):
+                raise ValueError(f"observations={marked!r}")
+        except (ValueError, KeyError) as exc:
+            report_damage(
+                root,
+                f"the graph's high-water mark {self.path.name} is unreadable ({exc})",
+                "it was written again from the graph; a loss of committed observations in this "
+                "open cannot be ruled out",
+            )
+            marked = None
+        if marked is not None and held < marked:
+            report_damage(
+                root,
+                f"the graph holds {held} observations but {marked} were committed: its "
+                "write-ahead log (graph.kuzu.wal) was damaged and Kuzu dropped the rest",
+                f"{marked - held} flushed observations are lost; restore the memory's "
+                "directory from a backup to get them back, or go on with what is left",
+                counter="graph_losses",
+            )
+        self.observations = held
+        self.save()
+
+    def committed(self, added: int) -> None:
+        """Raise the mark by ``added`` observations just committed to the graph."""
+        if added:
+            self.observations += added
+            self.save()
+
+    def save(self) -> None:
+        """Write the mark (a failure is logged: the mark only helps to report a loss)."""
+        try:
+            _write_json(self.path, {"observations": self.observations})
+        except OSError as exc:
+            log.warning("graph mark %s not written: %s", self.path, exc)
+
+
+def move_aside(path: Path) -> Path:
+    """Rename a damaged file or directory to ``<name>.damaged-<UTC time>`` beside it (never
+    deleted: its owner may want it). Returns the new path.
+
+    Raises:
+        StorageError: the rename failed.
+    """
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = path.with_name(f"{path.name}.damaged-{stamp}")
+    suffix = 1
+    while target.exists():
+        suffix += 1
+        target = path.with_name(f"{path.name}.damaged-{stamp}-{suffix}")
+    try:
+        os.replace(path, target)
+    except OSError as exc:
+        raise StorageError(
+            f"{path} is damaged and could not be moved aside ({exc}); move it away by hand "
+            "and open the memory again to rebuild it from the graph"
+        ) from exc
+    return target
+
+
+def refuse_lost_graph(root: Path, graph_file: str, vector_dir: str) -> None:
+    """Refuse to open a memory whose graph file is gone or empty (with no write-ahead log to
+    rebuild it from) while its other files show it held data: Kuzu would create a new, empty
+    graph in its place and the memory would go on as if it had never held anything.
+
+    Raises:
+        DamagedMemoryError: the graph, the memory's source of truth, is lost.
+    """
+    graph = root / graph_file
+    wal = root / f"{graph_file}.wal"
+    if _size(graph) or _size(wal):
+        return
+    try:
+        mark = _read_json(root / MARK_FILE) or {}
+    except ValueError:
+        mark = {}
+    held_rows = any((root / vector_dir).glob("*.lance/data/*.lance"))
+    if _count(mark.get("observations")) or held_rows:
+        state = "missing" if not graph.exists() else "empty"
+        raise DamagedMemoryError(
+            f"the graph file {graph} is {state} but the memory held data (its vector table or "
+            f"{MARK_FILE} say so): the graph is the memory's source of truth and cannot be "
+            "rebuilt; restore the directory from a backup (nothing was changed)"
+        )
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

@@ -1,0 +1,267 @@
+"""Damage matrix (issue 19): every kind of file of a memory removed, emptied, cut in half,
+flipped in the middle or replaced by garbage, then the memory opened.
+
+Each case either opens, with every observation the graph holds searchable (a damaged vector
+table moved aside and rebuilt from the graph, a warning logged, ``vector_rebuilds`` counted),
+or refuses with a clear EmemGraphError; never a raw Kuzu/Lance/OS exception. For the graph's
+write-ahead log: either every flushed observation is there or the loss is reported (warning
+plus ``graph_losses``), never a silent loss. Each case opens the memory a second time: it
+stays repaired, with no second rebuild.
+
+Two seed memories are built once per module (real Kuzu and LanceDB files, the hashing
+embedder) and copied per case: one closed normally (with scalar, full-text and ANN indexes),
+one killed (SIGKILL) right after a flush, so its graph lives in graph.kuzu.wal.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
+from emem_graph.errors import EmemGraphError
+from emem_graph.explore.stats import memory_stats
+from emem_graph.storage.health import read_health
+
+DIM = 64
+N_CLOSED = 300
+"""Observations of the closed seed: enough for LanceDB to train an ANN index on."""
+N_KILLED = 60
+DAMAGES = ("remove", "zero", "half", "flip", "garbage")
+LANCE = "vectors/memory_vectors.lance"
+RESULTS: list[str] = []
+
+
+def _text(i: int) -> str:
+    return f"saw a red cup number {i} near the sink"
+
+
+def _config(path: Path) -> MemoryConfig:
+    return MemoryConfig(
+        db_path=str(path),
+        embedding_dim=DIM,
+        ann_index_min_rows=256,
+        vector_compact_every=4,
+        vector_cleanup_after_seconds=3600.0,
+    )
+
+
+def _open(path: Path) -> SpatioTemporalMemory:
+    return SpatioTemporalMemory(config=_config(path), embedding_provider=HashingEmbedder(DIM))
+
+
+_KILLED_WRITER = textwrap.dedent(
+    """
+    import os, signal, sys
+    from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
+    path, n, dim = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    mem = SpatioTemporalMemory(
+        config=MemoryConfig(db_path=path, embedding_dim=dim),
+        embedding_provider=HashingEmbedder(dim),
+    )
+    mem.start_episode("tidy the kitchen")
+    for i in range(n):
+        mem.add(f"saw a red cup number {i} near the sink", x=float(i % 10), y=float(i // 10))
+        if i % 20 == 19:
+            mem.flush()
+    mem.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def seeds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("damage_seeds")
+    closed = root / "closed"
+    mem = _open(closed)
+    mem.start_episode("tidy the kitchen")
+    for i in range(N_CLOSED):
+        mem.add(_text(i), x=float(i % 10), y=float(i // 10))
+        if i % 100 == 99:
+            mem.flush()
+    mem.add_entity("red cup", x=1.0, y=2.0)
+    mem.end_episode(consolidate=True, wait=True)
+    mem.flush()
+    mem.rebuild_places()
+    mem.store.vectors.compact()
+    assert mem.store.vectors.wait_for_index(120)
+    mem.close()
+    killed = root / "killed"
+    run = subprocess.run(
+        [sys.executable, "-c", _KILLED_WRITER, str(killed), str(N_KILLED), str(DIM)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == -signal.SIGKILL, run.stderr
+    assert (killed / "graph.kuzu.wal").stat().st_size > 0
+    return {"closed": closed, "killed": killed}
+
+
+def _first(root: Path, pattern: str) -> Path:
+    found = sorted(root.glob(pattern))
+    assert found, f"the seed has no file {pattern}: the matrix would not test it"
+    return found[0]
+
+
+FILE_KINDS: dict[str, tuple[str, str]] = {
+    # kind: (seed, glob of the file damaged; the first in name order)
+    "graph": ("closed", "graph.kuzu"),
+    "graph_mark": ("closed", "graph_mark.json"),
+    "manifest": ("closed", f"{LANCE}/_versions/*.manifest"),  # the latest sorts first
+    "version_hint": ("closed", f"{LANCE}/_versions/latest_version_hint.json"),
+    "transaction": ("closed", f"{LANCE}/_transactions/*.txn"),
+    "fragment": ("closed", f"{LANCE}/data/*.lance"),
+    "index_bitmap": ("closed", f"{LANCE}/_indices/*/bitmap_page_lookup.lance"),
+    "index_btree": ("closed", f"{LANCE}/_indices/*/page_lookup.lance"),
+    "index_fts": ("closed", f"{LANCE}/_indices/*/part_*_invert.lance"),
+    "index_ann": ("closed", f"{LANCE}/_indices/*/auxiliary.idx"),
+    "killed_wal": ("killed", "graph.kuzu.wal"),
+    "killed_graph": ("killed", "graph.kuzu"),
+    "killed_mark": ("killed", "graph_mark.json"),
+    "killed_fragment": ("killed", f"{LANCE}/data/*.lance"),
+    "killed_manifest": ("killed", f"{LANCE}/_versions/*.manifest"),
+}
+
+
+def damage(path: Path, kind: str) -> None:
+    data = path.read_bytes()
+    if kind == "remove":
+        path.unlink()
+    elif kind == "zero":
+        path.write_bytes(b"")
+    elif kind == "half":
+        path.write_bytes(data[: len(data) // 2])
+    elif kind == "flip":
+        middle = bytearray(data)
+        start = len(middle) // 2
+        for at in range(start, min(len(middle), start + 16)):
+            middle[at] ^= 0xFF
+        path.write_bytes(bytes(middle))
+    elif kind == "garbage":
+        path.write_bytes(os.urandom(max(len(data), 64)))
+    else:
+        raise AssertionError(kind)
+
+
+def _searchable(mem: SpatioTemporalMemory, sample: int = 25) -> tuple[int, list[str]]:
+    """How many observations the graph holds, and those of them not searchable: every one
+    must have a vector row, and a sample must come back first for their own text."""
+    store = mem.store
+    held = store.graph.query_arrow("vector_node_ids")
+    kinds = zip(held["id"].to_pylist(), held["kind"].to_pylist(), strict=True)
+    ids = [i for i, k in kinds if k == "observation"]
+    indexed = set(store.vectors.all_ids())
+    missing = [i for i in ids if i not in indexed]
+    for observation in store.get_observations(ids[:: max(1, len(ids) // sample)]):
+        if observation.text not in mem.semantic_search(observation.text, n_results=1):
+            missing.append(observation.id)
+    return len(ids), missing
+
+
+@pytest.mark.parametrize("damage_kind", DAMAGES)
+@pytest.mark.parametrize("file_kind", list(FILE_KINDS))
+def test_damaged_file(
+    seeds: dict[str, Path],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    file_kind: str,
+    damage_kind: str,
+    summary: list[str],
+) -> None:
+    seed_name, pattern = FILE_KINDS[file_kind]
+    memory = tmp_path / "mem"
+    shutil.copytree(seeds[seed_name], memory)
+    flushed = N_CLOSED if seed_name == "closed" else N_KILLED
+    damage(_first(memory, pattern), damage_kind)
+    caplog.set_level(logging.WARNING)
+    case = f"{file_kind}/{damage_kind}"
+    try:
+        mem = _open(memory)
+    except EmemGraphError as exc:
+        # (b) refused: one clear line saying what is damaged and what to do.
+        message = str(exc)
+        assert "\n" not in message and ("backup" in message or "damaged" in message), message
+        assert file_kind in {"graph", "killed_graph"}, f"{case}: refused {exc!r}"
+        RESULTS.append(f"{case} refused")
+        return
+    try:
+        held, missing = _searchable(mem)
+    finally:
+        mem.close()
+    health = read_health(memory)
+    assert missing == [], f"{case}: {len(missing)} observations the graph holds not searchable"
+    if health["vector_rebuilds"]:
+        assert list(memory.glob("vectors.damaged-*")), f"{case}: the damaged table is gone"
+        assert any("re-indexed" in r.getMessage() for r in caplog.records), case
+    lost = flushed - held
+    if lost:
+        # The WAL lost flushed observations: reported, never silent.
+        assert health["graph_losses"] == 1, f"{case}: {lost} flushed observations lost silently"
+        assert any("lost" in r.getMessage() for r in caplog.records), case
+    else:
+        assert health["graph_losses"] == 0, f"{case}: a loss reported where none happened"
+    # Opened again: stays repaired, nothing reported twice.
+    caplog.clear()
+    mem = _open(memory)
+    try:
+        held_again, missing_again = _searchable(mem)
+    finally:
+        mem.close()
+    assert (held_again, missing_again) == (held, [])
+    assert read_health(memory) == health, f"{case}: a second repair or report"
+    stats = memory_stats(memory)
+    assert stats.health["vector_rebuilds"] == health["vector_rebuilds"]
+    assert stats.health["graph_losses"] == health["graph_losses"]
+    RESULTS.append(
+        f"{case} opened"
+        + (" rebuilt" if health["vector_rebuilds"] else "")
+        + (f" lost={lost} reported" if lost else "")
+    )
+
+
+def test_read_only_stats_on_damaged_vectors(seeds: dict[str, Path], tmp_path: Path) -> None:
+    """emem-graph stats (read-only) cannot repair: a damaged vector table gives a clear
+    EmemGraphError naming it; one read-write open repairs it, and stats count the repair."""
+    memory = tmp_path / "mem"
+    shutil.copytree(seeds["closed"], memory)
+    damage(_first(memory, f"{LANCE}/data/*.lance"), "garbage")
+    with pytest.raises(EmemGraphError, match=r"vector table .* is damaged"):
+        memory_stats(memory)
+    _open(memory).close()
+    stats = memory_stats(memory)
+    assert stats.health["vector_rebuilds"] == 1
+    assert sum(stats.vector_rows.values()) == N_CLOSED + 2  # observations, the gist, the entity
+
+
+def test_legacy_memory_without_mark_gets_one(seeds: dict[str, Path], tmp_path: Path) -> None:
+    """A memory from before the mark opens quietly and gets a mark of what it holds."""
+    memory = tmp_path / "mem"
+    shutil.copytree(seeds["closed"], memory)
+    (memory / "graph_mark.json").unlink()
+    _open(memory).close()
+    assert read_health(memory)["damage_reports"] == 0
+    assert '"observations": 300' in (memory / "graph_mark.json").read_text()
+
+
+def test_summary(summary: list[str], request: Callable[..., object]) -> None:
+    """One line of figures for the reliability summary (runs after the matrix)."""
+    opened = sum(" opened" in r for r in RESULTS)
+    rebuilt = sum(" rebuilt" in r for r in RESULTS)
+    refused = sum(" refused" in r for r in RESULTS)
+    reported = sum(" reported" in r for r in RESULTS)
+    summary.append(
+        f"damage matrix: {len(RESULTS)} cases ({len(FILE_KINDS)} file kinds x {len(DAMAGES)} "
+        f"damages), opened {opened} ({rebuilt} rebuilt the vectors, {reported} reported a WAL "
+        f"loss), refused clearly {refused}, silent losses 0"
+    )
