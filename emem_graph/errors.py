@@ -68,3 +68,8 @@ class DamagedMemoryError(StorageError):
 class VectorStoreDamagedError(DamagedMemoryError):
     """The vector table has a missing, truncated or unreadable file. A read-write open moves
     it aside and rebuilds it from the graph; a read-only open cannot, and raises this."""
+
+
+class QueryResourceError(EmemGraphError):
+    """A sandboxed developer query needed more memory (or returned more data) than its bound
+    and its process was stopped; nothing was changed."""

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import TracebackType
 
 from emem_graph.errors import DatabaseInUseError, DatabaseLockedError, InvalidInputError
+from emem_graph.explore.sandbox import locked_message
 from emem_graph.storage.graph import GraphDB
 from emem_graph.storage.store import GRAPH_FILE, PENDING_DIR, VECTOR_DIR
 from emem_graph.storage.vectors import TABLE, VectorStore
@@ -34,30 +35,15 @@ class ReadOnlyMemory:
 
     def __init__(self, directory: str | Path, *, with_vectors: bool = True) -> None:
         self.root = Path(directory)
-        self.graph_path = self.root / GRAPH_FILE
+        self.graph_path = graph_path_of(self.root)
         self.vector_path = self.root / VECTOR_DIR
         self.pending_path = self.root / PENDING_DIR
-        if not self.root.is_dir():
-            raise InvalidInputError(
-                f"no memory directory {self.root}: it is not an emem_graph memory; give the "
-                "directory a SpatioTemporalMemory was created in"
-            )
-        if not self.graph_path.is_file():
-            raise InvalidInputError(
-                f"{self.root} is not an emem_graph memory (no {GRAPH_FILE} inside); give the "
-                "directory a SpatioTemporalMemory was created in"
-            )
         try:
             self.graph = GraphDB(self.graph_path, read_only=True)
         except DatabaseInUseError:  # open read-write in this very process: its message says so
             raise
         except DatabaseLockedError as exc:
-            raise DatabaseLockedError(
-                f"the memory {self.root} is open read-write in another process (a running "
-                "memory or robot), and Kuzu lets no other process open it meanwhile: while it "
-                "runs, query it through the ROS bridge's Query service, or stop that process "
-                "first"
-            ) from exc
+            raise DatabaseLockedError(locked_message(self.root)) from exc
         try:
             self.info = self.graph.ensure_schema({})
             self.embedding_dim = int(self.info.get("embedding_dim", "0"))
@@ -84,3 +70,24 @@ class ReadOnlyMemory:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def graph_path_of(directory: str | Path) -> Path:
+    """The graph file of the memory in ``directory``.
+
+    Raises:
+        InvalidInputError: the directory does not exist or holds no graph.
+    """
+    root = Path(directory)
+    if not root.is_dir():
+        raise InvalidInputError(
+            f"no memory directory {root}: it is not an emem_graph memory; give the directory a "
+            "SpatioTemporalMemory was created in"
+        )
+    graph_path = root / GRAPH_FILE
+    if not graph_path.is_file():
+        raise InvalidInputError(
+            f"{root} is not an emem_graph memory (no {GRAPH_FILE} inside); give the directory "
+            "a SpatioTemporalMemory was created in"
+        )
+    return graph_path

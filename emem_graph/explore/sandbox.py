@@ -1,0 +1,600 @@
+"""The Cypher sandbox: a developer's read-only statement runs in a child process that cannot
+write files, read outside the memory, reach the network or change anything, with a wall-clock
+timeout and a memory bound enforced from outside.
+
+Layers, each refusing on its own (the text allow-list of explore.cypher comes first):
+
+- the child opens the graph with Kuzu's ``read_only=True`` and a bounded buffer pool: Kuzu
+  refuses every write to the memory;
+- Kuzu's own plan of each statement must hold reading operators only (storage.graph
+  plan_refusal): COPY ... TO, EXPORT, settings, ATTACH and file-reading functions are refused;
+- before Kuzu starts a thread, the child restricts itself with Linux Landlock: read access
+  beneath the memory directory only, no file or directory made, written, removed or renamed
+  anywhere, no TCP bind or connect (ABI >= 4), no signals or abstract sockets out of the
+  sandbox (ABI >= 6); ``PR_SET_NO_NEW_PRIVS``; ``RLIMIT_FSIZE=0`` (no byte written to any
+  file, also without Landlock) and ``RLIMIT_CORE=0``;
+- the parent kills the child at the timeout (a statement Kuzu cannot interrupt, e.g. binding
+  ``range()``, included) and when its resident memory passes ``max_memory_mb`` (polled every
+  20 ms): QueryTimeoutError, QueryResourceError. The next statement starts a fresh child.
+
+Rows come back as JSON with tagged values (never pickle: the parent trusts nothing the child
+sends) and are decoded to the Python values Kuzu returns (datetime, date, timedelta, UUID,
+Decimal, bytes, nodes as dicts...).
+
+This module is imported in the child with a bare ``emem_graph`` package (the child needs only
+storage.graph; the full package takes seconds to import): keep its top-level imports light.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ctypes
+import datetime as dt
+import decimal
+import json
+import logging
+import os
+import resource
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from emem_graph import errors
+from emem_graph.errors import (
+    DatabaseLockedError,
+    EmemGraphError,
+    InvalidInputError,
+    QueryResourceError,
+    QueryTimeoutError,
+    StorageError,
+)
+from emem_graph.resources import read_cypher
+from emem_graph.storage.graph import CypherResult, GraphDB
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_MEMORY_MB = 1024
+"""The most resident memory a sandboxed statement's process may take (MB)."""
+MIN_MAX_MEMORY_MB = 256
+"""Below this the child cannot even start (Python, Kuzu and pyarrow: ~150 MB measured)."""
+STARTUP_TIMEOUT_S = 120.0
+"""How long the child may take to import and open the graph (seconds, a loaded machine)."""
+KILL_GRACE_S = 0.25
+"""The child answers a timed-out statement itself (Kuzu's timeout) or is killed this long after."""
+POLL_S = 0.02
+"""How often the parent reads the child's resident memory."""
+
+_BOOTSTRAP = (
+    "import sys, types; package = types.ModuleType('emem_graph'); "
+    "package.__path__ = [sys.argv[1]]; sys.modules['emem_graph'] = package; "
+    "from emem_graph.explore.sandbox import child_main; child_main(sys.argv[2:])"
+)
+_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
+_warned = False
+
+
+# --- the layers ------------------------------------------------------------------------------
+
+
+def landlock_abi() -> int:
+    """The Landlock ABI version of the running kernel; 0 where there is none (old kernel, not
+    Linux, disabled)."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        version = libc.syscall(
+            _SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1)
+        )
+    except (OSError, AttributeError):
+        return 0
+    return max(0, int(version))
+
+
+def sandbox_layers() -> dict[str, bool]:
+    """Which layers the sandbox applies on this machine, by name (all but ``landlock`` and
+    ``landlock_network`` are always on; ``memory_bound`` needs /proc)."""
+    abi = landlock_abi()
+    return {
+        "text_allow_list": True,
+        "read_only_engine": True,
+        "plan_check": True,
+        "landlock_files": abi >= 1,
+        "landlock_network": abi >= 4,
+        "no_new_privs": sys.platform.startswith("linux"),
+        "no_file_writes_rlimit": True,
+        "timeout_kill": True,
+        "memory_bound": Path("/proc/self/status").is_file(),
+    }
+
+
+_SYS_LANDLOCK_CREATE_RULESET = 444
+_SYS_LANDLOCK_ADD_RULE = 445
+_SYS_LANDLOCK_RESTRICT_SELF = 446
+_PR_SET_NO_NEW_PRIVS = 38
+_LANDLOCK_RULE_PATH_BENEATH = 1
+_ACCESS_FS_READ = (1 << 2) | (1 << 3)  # READ_FILE | READ_DIR
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _restrict_self(readable: Path) -> int:
+    """Landlock this process (and every thread it starts later): read beneath ``readable``,
+    nothing else on the file system, no TCP; returns the ABI used (0: not available).
+
+    Landlock binds the calling thread only: call it before any other thread exists.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    abi = landlock_abi()
+    if abi < 1:
+        return 0
+    # Every file-system right the ABI knows is handled (so denied unless a rule allows it).
+    handled_fs = (1 << 13) - 1  # ABI 1: EXECUTE ... MAKE_SYM
+    handled_fs |= (1 << 13) if abi >= 2 else 0  # REFER
+    handled_fs |= (1 << 14) if abi >= 3 else 0  # TRUNCATE
+    handled_fs |= (1 << 15) if abi >= 5 else 0  # IOCTL_DEV
+    attr = _RulesetAttr(handled_fs, 0b11 if abi >= 4 else 0, 0b11 if abi >= 6 else 0)
+    size = 8 if abi < 4 else 16 if abi < 6 else 24
+    ruleset = libc.syscall(
+        _SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)
+    )
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
+    try:
+        directory = os.open(readable, os.O_PATH | os.O_CLOEXEC)
+        try:
+            rule = _PathBeneath(_ACCESS_FS_READ, directory)
+            if (
+                libc.syscall(
+                    _SYS_LANDLOCK_ADD_RULE,
+                    ctypes.c_int(ruleset),
+                    ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH),
+                    ctypes.byref(rule),
+                    ctypes.c_uint32(0),
+                )
+                != 0
+            ):
+                raise OSError(ctypes.get_errno(), "landlock_add_rule failed")
+        finally:
+            os.close(directory)
+        if libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)):
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
+    finally:
+        os.close(ruleset)
+    return abi
+
+
+# --- values over the pipe --------------------------------------------------------------------
+
+
+def encode_value(value: Any) -> Any:
+    """A JSON-able form of one value Kuzu returned; every JSON object in it is a tag."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [encode_value(item) for item in value]
+    if isinstance(value, dict):
+        return {"map": [[str(key), encode_value(item)] for key, item in value.items()]}
+    if isinstance(value, dt.datetime):
+        return {"datetime": value.isoformat()}
+    if isinstance(value, dt.date):
+        return {"date": value.isoformat()}
+    if isinstance(value, dt.time):
+        return {"time": value.isoformat()}
+    if isinstance(value, dt.timedelta):
+        return {"timedelta": [value.days, value.seconds, value.microseconds]}
+    if isinstance(value, uuid.UUID):
+        return {"uuid": str(value)}
+    if isinstance(value, decimal.Decimal):
+        return {"decimal": str(value)}
+    if isinstance(value, bytes | bytearray):
+        return {"bytes": base64.b64encode(value).decode("ascii")}
+    return {"text": str(value)}
+
+
+def decode_value(value: Any) -> Any:
+    """The value encode_value encoded.
+
+    Raises:
+        ValueError: not something encode_value writes.
+    """
+    if not isinstance(value, dict | list):
+        return value
+    if isinstance(value, list):
+        return [decode_value(item) for item in value]
+    ((tag, inner),) = value.items()
+    if tag == "map":
+        return {str(key): decode_value(item) for key, item in inner}
+    if tag == "timedelta":
+        days, seconds, micro = inner
+        return dt.timedelta(days=days, seconds=seconds, microseconds=micro)
+    readers: dict[str, Any] = {
+        "datetime": dt.datetime.fromisoformat,
+        "date": dt.date.fromisoformat,
+        "time": dt.time.fromisoformat,
+        "uuid": uuid.UUID,
+        "decimal": decimal.Decimal,
+        "bytes": base64.b64decode,
+        "text": str,
+    }
+    return readers[tag](inner)
+
+
+def _error_document(exc: BaseException) -> dict[str, Any]:
+    kind = type(exc).__name__ if isinstance(exc, EmemGraphError) else "StorageError"
+    message = str(exc) if isinstance(exc, EmemGraphError) else f"{type(exc).__name__}: {exc}"
+    return {"error": {"type": kind, "message": message}}
+
+
+def _error_from(document: dict[str, Any]) -> EmemGraphError:
+    kind = getattr(errors, str(document.get("type")), None)
+    message = str(document.get("message", "the sandboxed query failed"))
+    if isinstance(kind, type) and issubclass(kind, EmemGraphError):
+        return kind(message)
+    return StorageError(message)
+
+
+# --- the child -------------------------------------------------------------------------------
+
+
+def locked_message(root: Path) -> str:
+    """What a reader is told when the memory ``root`` is held read-write by another process."""
+    return (
+        f"the memory {root} is open read-write in another process (a running memory or robot), "
+        "and Kuzu lets no other process open it meanwhile: while it runs, query it through the "
+        "ROS bridge's Query service, or stop that process first"
+    )
+
+
+def child_main(argv: list[str]) -> None:
+    """The child: ``GRAPH_PATH ROOT BUFFER_POOL_MB ENGINE_CHECKS``; one JSON request a line on
+    stdin, one JSON answer a line on stdout."""
+    graph_path, root, buffer_pool_mb, engine_checks = (
+        Path(argv[0]),
+        Path(argv[1]),
+        int(argv[2]),
+        argv[3] == "1",
+    )
+    out = sys.stdout
+    # No byte to any file (pipes are not files), no core dump; EFBIG instead of a signal.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # What the child reads outside the memory is read now, before Landlock: the schema and the
+    # query ensure_schema runs (read_cypher caches them).
+    read_cypher("schema", "graph")
+    read_cypher("queries", "get_memory_info")
+    try:
+        abi = _restrict_self(root)
+        graph = GraphDB(graph_path, read_only=True, buffer_pool_mb=buffer_pool_mb)
+    except DatabaseLockedError:
+        _send(out, _error_document(DatabaseLockedError(locked_message(root))))
+        return
+    except BaseException as exc:
+        _send(out, _error_document(exc))
+        return
+    try:
+        graph.ensure_schema({})
+    except BaseException as exc:
+        _send(out, _error_document(exc))
+        graph.close()
+        return
+    _send(out, {"ready": {"landlock_abi": abi}})
+    for line in sys.stdin:
+        try:
+            request = json.loads(line)
+            result = graph.run_statement(
+                request["cypher"],
+                {key: decode_value(value) for key, value in request["params"].items()},
+                limit=int(request["limit"]),
+                timeout_s=float(request["timeout_s"]),
+                max_path_depth=request.get("max_path_depth"),
+                check_plan=engine_checks,
+            )
+            answer: dict[str, Any] = {
+                "result": {
+                    "columns": result.columns,
+                    "rows": [[encode_value(value) for value in row] for row in result.rows],
+                    "truncated": result.truncated,
+                }
+            }
+        except BaseException as exc:
+            answer = _error_document(exc)
+        _send(out, answer)
+    graph.close()
+
+
+def _send(out: Any, document: dict[str, Any]) -> None:
+    out.write(json.dumps(document, ensure_ascii=False) + "\n")
+    out.flush()
+
+
+# --- the parent ------------------------------------------------------------------------------
+
+
+class CypherSandbox:
+    """One child process serving read-only statements on one memory directory; reusable for
+    many statements (a shell session), respawned after it was killed.
+
+    Args:
+        directory: the memory's directory.
+        max_memory_mb: kill a statement's process above this resident memory (MB).
+        engine_checks: Kuzu's plan check in the child (tests turn it off to show the OS layer
+            alone).
+
+    Raises:
+        InvalidInputError: no memory in ``directory``, or a bound out of range.
+        DatabaseLockedError: another process holds the memory read-write.
+        SchemaVersionError, StorageError: the graph cannot be read.
+    """
+
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        max_memory_mb: int = DEFAULT_MAX_MEMORY_MB,
+        engine_checks: bool = True,
+    ) -> None:
+        from emem_graph.explore.readonly import graph_path_of
+
+        if not (isinstance(max_memory_mb, int) and max_memory_mb >= MIN_MAX_MEMORY_MB):
+            raise InvalidInputError(
+                f"the memory bound must be at least {MIN_MAX_MEMORY_MB} MB, not {max_memory_mb!r}"
+            )
+        self.root = Path(directory).resolve()
+        self.graph_path = graph_path_of(self.root)
+        self.max_memory_mb = max_memory_mb
+        self.engine_checks = engine_checks
+        self.peak_memory_mb = 0.0
+        self.landlock_abi = 0
+        self._process: subprocess.Popen[bytes] | None = None
+        self._buffer = b""
+        self._stderr_tail = b""
+        self._start()
+
+    # --- public ---------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id (None between a kill and the next statement)."""
+        return self._process.pid if self._process is not None else None
+
+    def run(
+        self,
+        cypher: str,
+        params: dict[str, Any] | None = None,
+        *,
+        limit: int,
+        timeout_s: float,
+        max_path_depth: int | None = None,
+    ) -> CypherResult:
+        """Run one statement (checked here by the text allow-list first) in the child.
+
+        Raises:
+            ReadOnlyQueryError: refused by a layer; nothing was written.
+            QueryTimeoutError: no answer within ``timeout_s`` (the child was killed).
+            QueryResourceError: the child passed ``max_memory_mb`` (it was killed).
+            InvalidInputError: a bad statement, parameter, limit or timeout.
+        """
+        from emem_graph.explore.cypher import check_statement
+
+        given = check_statement(cypher, params, limit=limit, timeout_s=timeout_s)
+        if self._process is None or self._process.poll() is not None:
+            self._start()
+        request = {
+            "cypher": cypher,
+            "params": {key: encode_value(value) for key, value in given.items()},
+            "limit": limit,
+            "timeout_s": timeout_s,
+            "max_path_depth": max_path_depth,
+        }
+        process = self._process
+        assert process is not None and process.stdin is not None
+        try:
+            process.stdin.write((json.dumps(request) + "\n").encode())
+            process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self._died("before the statement")
+        answer = self._answer(timeout_s + KILL_GRACE_S, timeout_s=timeout_s)
+        if "error" in answer:
+            raise _error_from(answer["error"])
+        body = answer["result"]
+        return CypherResult(
+            columns=[str(name) for name in body["columns"]],
+            rows=[[decode_value(value) for value in row] for row in body["rows"]],
+            truncated=bool(body["truncated"]),
+        )
+
+    def close(self) -> None:
+        """End the child (idempotent)."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        with contextlib.suppress(OSError):
+            assert process.stdin is not None
+            process.stdin.close()
+        try:
+            process.wait(2.0)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+    def __enter__(self) -> CypherSandbox:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        global _warned
+        buffer_pool_mb = max(64, self.max_memory_mb // 4)
+        self._buffer = b""
+        self._stderr_tail = b""
+        self._process = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                _BOOTSTRAP,
+                _PACKAGE_DIR,
+                str(self.graph_path),
+                str(self.root),
+                str(buffer_pool_mb),
+                "1" if self.engine_checks else "0",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            close_fds=True,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        )
+        threading.Thread(
+            target=self._drain_stderr, args=(self._process,), daemon=True, name="emem-sandbox-err"
+        ).start()
+        ready = self._answer(STARTUP_TIMEOUT_S, timeout_s=None)
+        if "error" in ready:
+            self.close()
+            raise _error_from(ready["error"])
+        self.landlock_abi = int(ready["ready"]["landlock_abi"])
+        if self.landlock_abi < 1 and not _warned:
+            _warned = True
+            log.warning(
+                "Landlock is not available on this system: the Cypher sandbox goes on with Kuzu's "
+                "read-only mode, the plan check, RLIMIT_FSIZE=0 and the time and memory bounds"
+            )
+
+    def _drain_stderr(self, process: subprocess.Popen[bytes]) -> None:
+        stream = process.stderr
+        if stream is None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            descriptor = stream.fileno()
+            while chunk := os.read(descriptor, 4096):
+                self._stderr_tail = (self._stderr_tail + chunk)[-2000:]
+
+    def _answer(self, wait_s: float, *, timeout_s: float | None) -> dict[str, Any]:
+        """The child's next answer line, within ``wait_s`` seconds and ``max_memory_mb``."""
+        process = self._process
+        assert process is not None and process.stdout is not None
+        descriptor = process.stdout.fileno()
+        deadline = time.monotonic() + wait_s
+        limit_bytes = max(self.max_memory_mb, 64) << 20
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._kill()
+                if timeout_s is None:
+                    raise StorageError(
+                        f"the Cypher sandbox did not start within {wait_s:g} s; try again"
+                    )
+                raise QueryTimeoutError(
+                    f"the query ran longer than {timeout_s:g} s and was stopped; narrow it "
+                    "(LIMIT, a WHERE on an indexed id) or give a longer timeout"
+                )
+            readable, _, _ = select.select([descriptor], [], [], min(POLL_S, left))
+            if readable:
+                chunk = os.read(descriptor, 1 << 20)
+                if not chunk:
+                    self._died("while running the statement")
+                self._buffer += chunk
+                if len(self._buffer) > limit_bytes:
+                    self._kill()
+                    raise QueryResourceError(
+                        f"the query's result passed {self.max_memory_mb} MB and was stopped; "
+                        "return fewer or smaller rows (LIMIT, fewer columns)"
+                    )
+            rss = _resident_mb(process.pid)
+            self.peak_memory_mb = max(self.peak_memory_mb, rss)
+            if rss > self.max_memory_mb:
+                self._kill()
+                raise QueryResourceError(
+                    f"the query needed more than {self.max_memory_mb} MB of memory and was "
+                    f"stopped at {rss:.0f} MB; narrow it (LIMIT, smaller range() or lists) or "
+                    "give a larger --max-memory-mb"
+                )
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        try:
+            document = json.loads(line)
+        except ValueError:
+            self._kill()
+            raise StorageError("the Cypher sandbox answered garbage; it was stopped") from None
+        if not isinstance(document, dict):
+            self._kill()
+            raise StorageError("the Cypher sandbox answered garbage; it was stopped")
+        return document
+
+    def _kill(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        with contextlib.suppress(OSError):
+            process.kill()
+        process.wait()
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+    def _died(self, when: str) -> None:
+        process = self._process
+        code = process.wait() if process is not None else None
+        self._kill()
+        how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        tail = self._stderr_tail.decode(errors="replace").strip().splitlines()[-3:]
+        raise StorageError(
+            f"the Cypher sandbox process ended {when} ({how}); nothing was written"
+            + (f": {' / '.join(tail)}" if tail else "")
+        )
+
+
+def _resident_mb(pid: int) -> float:
+    """The resident memory of process ``pid`` in MB (0 where /proc cannot tell)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        pass
+    return 0.0
+
+
+__all__ = [
+    "DEFAULT_MAX_MEMORY_MB",
+    "CypherSandbox",
+    "decode_value",
+    "encode_value",
+    "landlock_abi",
+    "locked_message",
+    "sandbox_layers",
+]
