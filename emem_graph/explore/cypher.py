@@ -22,17 +22,21 @@ from typing import Any, Literal, get_args
 
 from emem_graph.errors import InvalidInputError, ReadOnlyQueryError
 from emem_graph.explore.readonly import ReadOnlyMemory
+from emem_graph.explore.sandbox import DEFAULT_MAX_MEMORY_MB, CypherSandbox
 from emem_graph.limits import MAX_PARAM_CHARS, load_json
 from emem_graph.resources import read_cypher, resource_dir
 from emem_graph.storage.graph import CypherResult, GraphDB
 
 __all__ = [
     "DEFAULT_LIMIT",
+    "DEFAULT_MAX_MEMORY_MB",
     "DEFAULT_TIMEOUT_S",
     "FORMATS",
     "CypherResult",
+    "CypherSandbox",
     "NamedQuery",
     "OutputFormat",
+    "check_statement",
     "cypher_code",
     "format_named_queries",
     "format_result",
@@ -124,6 +128,42 @@ def open_graph(directory: str | Path) -> Iterator[GraphDB]:
 # --- running ---------------------------------------------------------------------------------
 
 
+def check_statement(
+    cypher: str,
+    params: dict[str, Any] | None = None,
+    *,
+    limit: int = DEFAULT_LIMIT,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> dict[str, Any]:
+    """Check one statement before it runs anywhere (in-process or in the sandbox): the row
+    limit, the timeout, one statement, the text allow-list, the parameters.
+
+    Returns:
+        The parameters to run it with.
+
+    Raises:
+        ReadOnlyQueryError: the statement would write (the memory or files).
+        InvalidInputError: a missing or unknown parameter, several statements, a bad limit or
+            timeout.
+    """
+    if limit < 1:
+        raise InvalidInputError(f"the row limit must be at least 1, not {limit}")
+    if not (timeout_s > 0 and math.isfinite(timeout_s)):
+        raise InvalidInputError(
+            f"the timeout must be a positive number of seconds, not {timeout_s}"
+        )
+    code = cypher_code(cypher)
+    if not code.strip(" \t\r\n;"):
+        raise InvalidInputError("the Cypher statement is empty")
+    statements = len(split_statements(cypher))
+    if statements > 1:
+        raise InvalidInputError(f"give one Cypher statement at a time (found {statements})")
+    _refuse_side_effects(code)
+    given = dict(params or {})
+    _check_params(parameters_of(cypher), given)
+    return given
+
+
 def query_graph(
     graph: GraphDB,
     cypher: str,
@@ -152,21 +192,7 @@ def query_graph(
         InvalidInputError: a missing or unknown parameter, several statements, a bad limit, or
             Kuzu refused the statement.
     """
-    if limit < 1:
-        raise InvalidInputError(f"the row limit must be at least 1, not {limit}")
-    if not (timeout_s > 0 and math.isfinite(timeout_s)):
-        raise InvalidInputError(
-            f"the timeout must be a positive number of seconds, not {timeout_s}"
-        )
-    code = cypher_code(cypher)
-    if not code.strip(" \t\r\n;"):
-        raise InvalidInputError("the Cypher statement is empty")
-    statements = len(split_statements(cypher))
-    if statements > 1:
-        raise InvalidInputError(f"give one Cypher statement at a time (found {statements})")
-    _refuse_side_effects(code)
-    given = dict(params or {})
-    _check_params(parameters_of(cypher), given)
+    given = check_statement(cypher, params, limit=limit, timeout_s=timeout_s)
     return graph.run_statement(
         cypher, given, limit=limit, timeout_s=timeout_s, max_path_depth=max_path_depth
     )
@@ -178,8 +204,12 @@ def run_cypher(
     params: dict[str, Any] | None = None,
     limit: int = DEFAULT_LIMIT,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    *,
+    max_memory_mb: int = DEFAULT_MAX_MEMORY_MB,
 ) -> CypherResult:
-    """Run one read-only Cypher statement on the memory in ``directory``.
+    """Run one read-only Cypher statement on the memory in ``directory``, in the sandbox
+    (explore.sandbox: a child process that can read only the memory, write nothing, and is
+    stopped at the timeout or above ``max_memory_mb``).
 
     Args:
         directory: the memory's directory (its db_path).
@@ -187,6 +217,7 @@ def run_cypher(
         params: a value for each ``$parameter`` of the statement.
         limit: the most rows to return; ``truncated`` tells when there were more.
         timeout_s: stop the statement after this many seconds.
+        max_memory_mb: stop it when its process passes this much resident memory.
 
     Returns:
         The columns and rows.
@@ -194,12 +225,14 @@ def run_cypher(
     Raises:
         ReadOnlyQueryError: the statement would write; the memory is unchanged.
         QueryTimeoutError: it ran longer than ``timeout_s``.
+        QueryResourceError: it needed more than ``max_memory_mb``.
         DatabaseLockedError: another process holds the memory read-write.
         InvalidInputError: no memory there, a missing or unknown parameter, several statements,
             or Kuzu refused the statement.
     """
-    with open_graph(directory) as graph:
-        return query_graph(graph, cypher, params, limit=limit, timeout_s=timeout_s)
+    check_statement(cypher, params, limit=limit, timeout_s=timeout_s)  # before a process starts
+    with CypherSandbox(directory, max_memory_mb=max_memory_mb) as sandbox:
+        return sandbox.run(cypher, params, limit=limit, timeout_s=timeout_s)
 
 
 def run_named_query(
@@ -208,17 +241,21 @@ def run_named_query(
     params: dict[str, Any] | None = None,
     limit: int = DEFAULT_LIMIT,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    *,
+    max_memory_mb: int = DEFAULT_MAX_MEMORY_MB,
 ) -> CypherResult:
-    """Run the named query ``queries/<name>.cypher`` read-only on the memory in ``directory``.
+    """Run the named query ``queries/<name>.cypher`` read-only on the memory in ``directory``,
+    in the sandbox (as run_cypher).
 
     Raises:
         InvalidInputError: no such query (the message lists close names), or as run_cypher.
         ReadOnlyQueryError: the query writes (queries/ also holds the store's write queries).
+        QueryTimeoutError, QueryResourceError: as run_cypher.
     """
     query = named_query(name)
-    with open_graph(directory) as graph:
-        return query_graph(
-            graph,
+    check_statement(query.cypher, params, limit=limit, timeout_s=timeout_s)
+    with CypherSandbox(directory, max_memory_mb=max_memory_mb) as sandbox:
+        return sandbox.run(
             query.cypher,
             params,
             limit=limit,

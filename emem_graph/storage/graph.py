@@ -125,6 +125,118 @@ def _statement_error(message: str, timeout_s: float) -> EmemGraphError:
     return InvalidInputError(f"Cypher failed: {message}")
 
 
+STATEMENT_GRACE_S = 0.25
+"""A developer statement's caller gets QueryTimeoutError this long after its timeout at the
+latest: Kuzu's own timeout usually stops it first; the watchdog covers binding, which Kuzu's
+timeout does not."""
+
+READ_OPERATORS = frozenset(
+    {
+        "AGGREGATE",
+        "AGGREGATE_FINALIZE",
+        "AGGREGATE_SCAN",
+        "CROSS_PRODUCT",
+        "DUMMY_SINK",
+        "EMPTY_RESULT",
+        "FILTER",
+        "FLATTEN",
+        "HASH_JOIN_BUILD",
+        "HASH_JOIN_PROBE",
+        "INTERSECT",
+        "INTERSECT_BUILD",
+        "LIMIT",
+        "MULTIPLICITY_REDUCER",
+        "ORDER_BY",
+        "ORDER_BY_MERGE",
+        "ORDER_BY_SCAN",
+        "PATH_PROPERTY_PROBE",
+        "PRIMARY_KEY_SCAN_NODE_TABLE",
+        "PROJECTION",
+        "RECURSIVE_EXTEND",
+        "RESULT_COLLECTOR",
+        "SCAN_NODE_TABLE",
+        "SCAN_REL_TABLE",
+        "SEMI_MASKER",
+        "SKIP",
+        "TABLE_FUNCTION_CALL",
+        "TOP_K",
+        "TOP_K_SCAN",
+        "UNION_ALL_SCAN",
+        "UNWIND",
+    }
+)
+"""Kuzu 0.11.3 physical operators that only read the graph (names as EXPLAIN prints them).
+A plan with any other operator (COPY_TO, EXPORT_DATABASE, STANDALONE_CALL, ATTACH_DATABASE,
+a write, or one this list does not know) is refused: fail closed."""
+
+READ_TABLE_FUNCTIONS = frozenset(
+    {
+        "READ_FTABLE",
+        "SHOW_TABLES",
+        "TABLE_INFO",
+        "SHOW_CONNECTION",
+        "CURRENT_SETTING",
+        "DB_VERSION",
+        "SHOW_FUNCTIONS",
+        "SHOW_INDEXES",
+        "SHOW_SEQUENCES",
+        "SHOW_WARNINGS",
+    }
+)
+"""Table functions (``Function:`` of TABLE_FUNCTION_CALL) that read the catalog or Kuzu's own
+intermediate tables; file readers (READ_CSV_*, READ_PARQUET, READ_JSON: LOAD FROM) and every
+other function are refused."""
+
+# One box of the plan drawing each (boxes of a join stand side by side on a line).
+_PLAN_OPERATOR = re.compile(r"│\s*([A-Z][A-Z0-9_]*)\[\d+\]\s*│")
+_PLAN_FUNCTION = re.compile(r"│\s*Function: ([A-Za-z0-9_]+)\s*│")
+_LEADING_EXPLAIN = re.compile(
+    r"^(?:\s+|//[^\n]*(?:\n|$)|/\*.*?\*/)*(?:EXPLAIN|PROFILE)\b", re.IGNORECASE | re.DOTALL
+)
+
+
+def plan_refusal(
+    connection: kuzu.Connection, cypher: str, params: dict[str, Any] | None, timeout_s: float
+) -> str | None:
+    """Why Kuzu's own plan of ``cypher`` is not a pure read, or None when every operator and
+    table function of it is in READ_OPERATORS / READ_TABLE_FUNCTIONS.
+
+    The plan comes from ``EXPLAIN`` (a leading EXPLAIN or PROFILE of the statement itself is
+    taken off first). EXPLAIN binds without executing, but binding has side effects (EXPORT
+    DATABASE creates its directory, LOAD FROM globs its path): only text an allow-list has
+    accepted may come here.
+
+    Raises:
+        ReadOnlyQueryError, InvalidInputError, QueryTimeoutError: Kuzu refused to plan it.
+    """
+    inner = cypher
+    while (match := _LEADING_EXPLAIN.match(inner)) is not None:
+        inner = inner[match.end() :]
+    try:
+        result = connection.execute("EXPLAIN " + inner, params or {})
+        results = result if isinstance(result, list) else [result]
+        plan = "\n".join(str(next(iter(row))) for each in results for row in each.get_all())
+        for each in results:
+            each.close()
+    except RuntimeError as exc:
+        raise _statement_error(str(exc), timeout_s) from exc
+    operators = set(_PLAN_OPERATOR.findall(plan))
+    functions = set(_PLAN_FUNCTION.findall(plan))
+    if not operators:
+        return (
+            "the memory is read-only here: Kuzu's plan of the statement could not be read, so "
+            "it is refused"
+        )
+    unknown = sorted(operators - READ_OPERATORS) + sorted(functions - READ_TABLE_FUNCTIONS)
+    if unknown:
+        return (
+            f"the memory is read-only here: Kuzu plans this statement with {', '.join(unknown)}, "
+            "which do more than read the graph (write files, change settings, attach databases "
+            "or read files); only reading statements run here"
+        )
+    return None
+
+
 class GraphTransaction:
     """A write transaction on the writer connection; use through GraphDB.write()."""
 
@@ -193,7 +305,7 @@ class GraphDB:
     a lock. Reads run on a connection owned by the calling thread and see committed data.
     """
 
-    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False, buffer_pool_mb: int = 0) -> None:
         self.path = path
         self.read_only = read_only
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -203,7 +315,10 @@ class GraphDB:
         claim = open_registry.claim(path, read_only=read_only)
         self._release = weakref.finalize(self, claim.release)
         try:
-            self._db = kuzu.Database(str(path), read_only=read_only)
+            # buffer_pool_mb: 0 is Kuzu's default (80% of RAM); the Cypher sandbox bounds it.
+            self._db = kuzu.Database(
+                str(path), read_only=read_only, buffer_pool_size=buffer_pool_mb << 20
+            )
         except BaseException as exc:
             self._release()
             if not isinstance(exc, RuntimeError):
@@ -225,6 +340,8 @@ class GraphDB:
         self._local = threading.local()
         self._connections: list[kuzu.Connection] = []
         self._connections_lock = threading.Lock()
+        # Developer statements still running on their worker threads (run_statement).
+        self._statements: dict[threading.Thread, kuzu.Connection] = {}
         self._columns: dict[str, list[str]] = {}
         self._writer = None if read_only else self._new_connection()
         self._closed = False
@@ -296,6 +413,11 @@ class GraphDB:
         if self._closed:
             return
         self._closed = True
+        if not self._stop_statements():
+            # Closing a database under a running statement can crash Kuzu: leave it to the end
+            # of the process (its lock goes with it).
+            log.warning("a Cypher statement is still running; the graph closes at exit")
+            return
         with self._connections_lock:
             for connection in self._connections:
                 connection.close()
@@ -364,16 +486,24 @@ class GraphDB:
         limit: int,
         timeout_s: float,
         max_path_depth: int | None = None,
+        check_plan: bool = True,
     ) -> CypherResult:
         """Run one Cypher statement typed by a developer (the explore surface, the ROS bridge's
-        Query service) so that it cannot change the memory.
+        Query service) so that it cannot change the memory or anything else.
 
-        It runs on a connection of its own with a query timeout, and only the first ``limit``
-        rows are kept. On a graph opened read-only Kuzu refuses every write; on a live
-        read-write graph the statement runs inside a ``BEGIN TRANSACTION READ ONLY``
-        transaction, where Kuzu refuses every write too (CREATE, MERGE, SET, DELETE, DDL, COPY
-        FROM, INSTALL...). Statements that would write files (COPY ... TO, EXPORT) or attach
-        databases are not writes to Kuzu: the caller refuses those (explore.cypher.query_graph).
+        Layers (each refuses on its own): on a graph opened read-only Kuzu refuses every write,
+        and on a live read-write graph the statement runs inside ``BEGIN TRANSACTION READ
+        ONLY``, where Kuzu refuses every write too; then Kuzu's own plan of the statement
+        (EXPLAIN) must consist of reading operators only (plan_refusal): COPY ... TO, EXPORT,
+        settings (``CALL threads=1``), ATTACH, file-reading table functions (LOAD FROM) and
+        any operator not known to read are refused. The caller must have refused such text
+        first (explore.cypher.query_graph): EXPLAIN binds the statement, and binding EXPORT
+        DATABASE already creates its directory.
+
+        The statement runs on a worker thread with Kuzu's query timeout; a watchdog interrupts
+        it at ``timeout_s`` and the caller gets QueryTimeoutError then, even while Kuzu is still
+        binding (constant folding, which its timeout does not cover); the worker ends when Kuzu
+        stops. Only the first ``limit`` rows are kept.
 
         Args:
             cypher: exactly one statement (a trailing ``;`` is fine).
@@ -382,34 +512,84 @@ class GraphDB:
             timeout_s: stop the statement after this many seconds.
             max_path_depth: raise the connection's limit on variable-length path hops (Kuzu's
                 default 30) to this, for statements whose paths go deeper (the route queries).
+            check_plan: refuse plans with other than reading operators (tests turn it off to
+                show the layers below it alone).
 
         Returns:
             The columns, the rows and whether rows were left out.
 
         Raises:
             StorageError: the graph is closed.
-            ReadOnlyQueryError: the statement writes; Kuzu refused it, nothing changed.
+            ReadOnlyQueryError: the statement writes, or its plan does more than read; nothing
+                changed.
             QueryTimeoutError: it ran longer than ``timeout_s``.
             InvalidInputError: several statements, or Kuzu refused it (syntax, unknown table...).
         """
         if self._closed:
             raise StorageError("the graph database is closed")
         connection = kuzu.Connection(self._db)
-        try:
-            connection.set_query_timeout(max(1, round(timeout_s * 1000)))
-            if max_path_depth is not None:
-                connection.execute(f"CALL var_length_extend_max_depth={int(max_path_depth)}")
-            if not self.read_only:
-                connection.execute("BEGIN TRANSACTION READ ONLY")
+        outcome: dict[str, Any] = {}
+        finished = threading.Event()
+
+        def work() -> None:
             try:
-                return self._run_developer(connection, cypher, params, limit, timeout_s)
+                outcome["result"] = self._statement_on(
+                    connection, cypher, params, limit, timeout_s, max_path_depth, check_plan
+                )
+            except BaseException as exc:  # handed to the caller's thread
+                outcome["error"] = exc
             finally:
-                if not self.read_only:
-                    # Kuzu ends the transaction itself when a statement fails to bind.
-                    with contextlib.suppress(RuntimeError):
-                        connection.execute("ROLLBACK")
+                with self._connections_lock:
+                    self._statements.pop(threading.current_thread(), None)
+                connection.close()
+                finished.set()
+
+        worker = threading.Thread(target=work, name="emem-graph-statement", daemon=True)
+        with self._connections_lock:
+            self._statements[worker] = connection
+        worker.start()
+        if not finished.wait(timeout_s + STATEMENT_GRACE_S):
+            connection.interrupt()  # the worker ends when Kuzu next looks; nobody waits for it
+            raise _statement_error("Interrupted.", timeout_s)
+        if "error" in outcome:
+            raise outcome["error"]
+        result: CypherResult = outcome["result"]
+        return result
+
+    def _statement_on(
+        self,
+        connection: kuzu.Connection,
+        cypher: str,
+        params: dict[str, Any] | None,
+        limit: int,
+        timeout_s: float,
+        max_path_depth: int | None,
+        check_plan: bool,
+    ) -> CypherResult:
+        connection.set_query_timeout(max(1, round(timeout_s * 1000)))
+        if max_path_depth is not None:
+            connection.execute(f"CALL var_length_extend_max_depth={int(max_path_depth)}")
+        if not self.read_only:
+            connection.execute("BEGIN TRANSACTION READ ONLY")
+        try:
+            return self._run_developer(connection, cypher, params, limit, timeout_s, check_plan)
         finally:
-            connection.close()
+            if not self.read_only:
+                # Kuzu ends the transaction itself when a statement fails to bind.
+                with contextlib.suppress(RuntimeError):
+                    connection.execute("ROLLBACK")
+
+    def _stop_statements(self, wait_s: float = 10.0) -> bool:
+        """Interrupt the developer statements still running and wait for them; False when one
+        is still running after ``wait_s`` seconds."""
+        with self._connections_lock:
+            running = dict(self._statements)
+        for connection in running.values():
+            with contextlib.suppress(RuntimeError):
+                connection.interrupt()
+        for worker in running:
+            worker.join(wait_s)
+        return not any(worker.is_alive() for worker in running)
 
     @staticmethod
     def _run_developer(
@@ -418,6 +598,7 @@ class GraphDB:
         params: dict[str, Any] | None,
         limit: int,
         timeout_s: float,
+        check_plan: bool = True,
     ) -> CypherResult:
         # prepare() refuses several statements before running any; execute() would run all.
         with warnings.catch_warnings():
@@ -426,6 +607,9 @@ class GraphDB:
                 statement = connection.prepare(cypher)
                 if not statement.is_success():
                     raise _statement_error(statement.get_error_message(), timeout_s)
+                refusal = check_plan and plan_refusal(connection, cypher, params, timeout_s)
+                if refusal:
+                    raise ReadOnlyQueryError(refusal)
                 result = connection.execute(statement, params or {})
             except RuntimeError as exc:
                 raise _statement_error(str(exc), timeout_s) from exc
