@@ -21,10 +21,16 @@ from emem_graph.config import DEFAULT_DB_PATH, MemoryConfig
 from emem_graph.config import settle as settle_config
 from emem_graph.consolidation.engine import ConsolidationEngine
 from emem_graph.consolidation.entities import Sighting
-from emem_graph.errors import EmbeddingDimensionError, InvalidInputError, MemoryClosedError
+from emem_graph.errors import (
+    EmbeddingDimensionError,
+    InvalidInputError,
+    MemoryClosedError,
+    StorageError,
+)
 from emem_graph.gate import CallGate, while_open
 from emem_graph.ingest.buffer import IngestBuffer
 from emem_graph.ingest.embeddings import EmbeddingProvider, make_embedder
+from emem_graph.ingest.rejected import RejectedRows
 from emem_graph.models import AGENT_NOTE, INTEROCEPTION, Episode, Observation
 from emem_graph.retrieval.tools import RetrievalTools
 from emem_graph.storage.store import MemoryStore
@@ -137,11 +143,14 @@ class SpatioTemporalMemory:
         self.profile = UserProfile(self, self._store, clock=self._clock)
         """Users' personal knowledge (facts, routines) grounded in entities (emem_graph.profile)."""
         self._capabilities.append(self.profile)
+        self._rejected = RejectedRows(self._store.root)
         self._buffer: IngestBuffer[_Pending | _EntitySighting] = IngestBuffer(
             self._write_batch,
             clock=self._clock,
             batch_size=config.flush_batch_size,
             interval=config.flush_interval,
+            set_aside=self._set_aside,
+            probe=self._probe_storage,
         )
 
     def _abandon(self) -> None:
@@ -350,6 +359,7 @@ class SpatioTemporalMemory:
         self._check_open()
         label = validation.name("name", name, 1000)
         meta = validation.metadata(metadata, self.config.max_metadata_chars)
+        parent_episode_id = validation.optional_text("parent_episode_id", parent_episode_id)
         with self._state_lock:
             if parent_episode_id is not None:
                 if self._store.get_episode(parent_episode_id) is None:
@@ -490,7 +500,7 @@ class SpatioTemporalMemory:
 
     def _time(self, timestamp: float | None) -> float:
         # 0.0 is a valid time (simulation clocks start there); only None means "now".
-        return self._clock() if timestamp is None else validation.finite("timestamp", timestamp)
+        return self._clock() if timestamp is None else validation.timestamp("timestamp", timestamp)
 
     def _end_top(self, status: str, consolidate: bool) -> tuple[str, Future[list[str]] | None]:
         episode_id = self._episode_stack.pop()
@@ -529,6 +539,42 @@ class SpatioTemporalMemory:
                 log.warning("writing entity sightings failed (will retry): %s", exc)
         return len(batch)
 
+    def _set_aside(self, item: _Pending | _EntitySighting, error: BaseException) -> None:
+        # An observation that fails alone in a working store (IngestBuffer) is kept in
+        # rejected.jsonl, not retried in front of the others; an OSError here keeps it queued.
+        if not isinstance(item, _Pending):
+            return  # a staged-entity marker: its write logs and retries by itself
+        row = item.observation.model_dump()
+        try:
+            self._rejected.keep("observation", row, error, self._clock())
+        except OSError as exc:
+            raise StorageError(
+                f"observation {item.observation.id} cannot be written ({error}) and cannot be "
+                f"set aside in {self._rejected.path} ({exc}); it stays queued: free the disk "
+                "or fix the directory's permissions"
+            ) from exc
+        with self._state_lock:
+            if item.observation in self._working:
+                self._working.remove(item.observation)
+        log.warning(
+            "observation %s set aside in %s (it cannot be written: %s)",
+            item.observation.id,
+            self._rejected.path,
+            error,
+        )
+
+    def _probe_storage(self) -> None:
+        # Content-free: the embedder (past the cache) and a graph write transaction. When
+        # these fail, a failed batch is the storage's fault and no row is set aside.
+        self.embedder.embed(["storage probe"])
+        self._store.check_writable()
+
+    @property
+    def rejected_observations(self) -> int:
+        """Observations set aside in ``rejected.jsonl`` of the memory's directory (accepted at
+        the door, then refused by the store; over every session)."""
+        return self._rejected.count()
+
     def _write_observations(self, batch: list[_Pending]) -> None:
         missing = [i for i, p in enumerate(batch) if p.embedding is None]
         vectors = np.zeros((len(batch), self.embedder.dim), dtype=np.float32)
@@ -541,7 +587,12 @@ class SpatioTemporalMemory:
         for pending in batch:
             pending.observation.tier = "short_term"
         written = [p.observation for p in batch]
-        self._consolidation.observations_written(written)
+        # Stored from here on: nothing below may fail the batch (IngestBuffer would write it
+        # again, or set it aside although it is in the memory).
+        try:
+            self._consolidation.observations_written(written)
+        except Exception:  # the batch is stored; only its entity extraction is missed
+            log.exception("queueing a written batch for entity extraction failed")
         for capability in self._capabilities:
             try:
                 capability.observations_written(written)

@@ -63,7 +63,8 @@ def optional_finite(name: str, value: Any) -> float | None:
 
 
 def text(name: str, value: Any, max_chars: int) -> str:
-    """Non-empty text of at most ``max_chars`` characters, without NUL characters."""
+    """Non-empty text of at most ``max_chars`` characters, without NUL characters, that UTF-8
+    can encode (see plain_text), as a plain ``str``."""
     if not isinstance(value, str):
         raise InvalidInputError(f"{name} must be a string, got {type(value).__name__}")
     if not value.strip():
@@ -74,7 +75,7 @@ def text(name: str, value: Any, max_chars: int) -> str:
         )
     if "\x00" in value:
         raise InvalidInputError(f"{name} must not contain NUL characters")
-    return value
+    return plain_text(name, value)
 
 
 def name(label: str, value: Any, max_chars: int = 256) -> str:
@@ -91,17 +92,27 @@ def confidence(value: Any) -> float:
 
 
 def metadata(value: Any, max_chars: int) -> dict[str, Any]:
-    """A JSON-serialisable dict (None becomes {})."""
+    """A JSON object: string keys, values that are strings (UTF-8 encodable), finite numbers,
+    booleans, None, lists/tuples and dicts, nested at most MAX_METADATA_DEPTH deep, at most
+    ``max_chars`` characters of JSON. Returns its JSON form (tuples read back as lists); None
+    becomes {}."""
     if value is None:
         return {}
     if not isinstance(value, dict):
         raise InvalidInputError(f"metadata must be a dict, got {type(value).__name__}")
     try:
         encoded = json.dumps(value, allow_nan=False)
+    except RecursionError:
+        raise InvalidInputError(
+            f"metadata is nested deeper than {MAX_METADATA_DEPTH} levels; flatten it"
+        ) from None
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"metadata must be JSON-serialisable: {exc}") from None
     if len(encoded) > max_chars:
         raise InvalidInputError(f"metadata is {len(encoded)} characters of JSON; limit {max_chars}")
+    # Walked after the size check, so the walk is bounded: json.dumps alone would turn keys
+    # 1 and "1" into one key silently, and write strings no reader could send as UTF-8.
+    _check_metadata_tree(value)
     return dict(json.loads(encoded))
 
 
@@ -126,3 +137,85 @@ def embedding(value: Any, dim: int) -> np.ndarray:
     if norm == 0.0:
         raise InvalidInputError("embedding is the zero vector")
     return array / norm
+
+
+# --- text that can always be written and read back -------------------------------------------
+
+MAX_METADATA_DEPTH = 32
+"""Deepest nesting of dicts and lists metadata may have (the JSON coders recurse)."""
+
+MIN_TIMESTAMP = -62_104_060_800.0
+"""0002-01-01 UTC: the earliest time the memory takes (Python's datetime ends at year 1; a
+year's margin keeps time windows around a timestamp formattable)."""
+MAX_TIMESTAMP = 253_370_764_800.0
+"""9999-01-01 UTC: the latest time the memory takes (datetime ends at 9999-12-31)."""
+
+
+def plain_text(name: str, value: str) -> str:
+    """``value`` as a plain ``str`` (a subclass is copied), refusing what UTF-8 cannot encode.
+
+    A lone surrogate ('\\ud800', as ``json.loads`` or ``bytes.decode(errors='surrogateescape')``
+    can give) is refused at the door: Kuzu, LanceDB, the embedder and every JSON or ROS
+    reader need UTF-8, so such a string would be accepted and then fail in the batch write.
+
+    Raises:
+        InvalidInputError: ``value`` holds a lone surrogate.
+    """
+    try:
+        encoded = str.encode(value, "utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"{name} holds a lone surrogate {value[exc.start]!r} at position {exc.start}, "
+            "which UTF-8 cannot store; decode the source bytes with errors='replace'"
+        ) from None
+    return value if type(value) is str else encoded.decode("utf-8")
+
+
+def optional_text(name: str, value: Any) -> str | None:
+    """A string any length (empty too) that UTF-8 can encode and without NUL, or None."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a string, got {type(value).__name__}")
+    if "\x00" in value:
+        raise InvalidInputError(f"{name} must not contain NUL characters")
+    return plain_text(name, value)
+
+
+def timestamp(name: str, value: Any) -> float:
+    """A finite time in seconds between MIN_TIMESTAMP and MAX_TIMESTAMP (years 2 to 9998), so
+    that every tool can print it as a date."""
+    number = finite(name, value)
+    if not MIN_TIMESTAMP <= number <= MAX_TIMESTAMP:
+        raise InvalidInputError(
+            f"{name} must be seconds between {MIN_TIMESTAMP:.0f} and {MAX_TIMESTAMP:.0f} "
+            f"(years 2 to 9998), got {number:g}; give Unix seconds or a clock starting at 0"
+        )
+    return number
+
+
+def _check_metadata_tree(value: Any) -> None:
+    """Refuse non-string keys, unencodable strings and nesting deeper than the limit."""
+    stack: list[tuple[Any, int, str]] = [(value, 1, "metadata")]
+    while stack:
+        node, depth, path = stack.pop()
+        if isinstance(node, str):
+            plain_text(path, node)
+            continue
+        if not isinstance(node, dict | list | tuple):
+            continue  # numbers, booleans, None: json.dumps checked them
+        if depth > MAX_METADATA_DEPTH:
+            raise InvalidInputError(
+                f"metadata is nested deeper than {MAX_METADATA_DEPTH} levels; flatten it"
+            )
+        if isinstance(node, dict):
+            for key, item in node.items():
+                if not isinstance(key, str):
+                    raise InvalidInputError(
+                        f"{path} has a key {key!r} of type {type(key).__name__}; metadata keys "
+                        "must be strings (JSON would turn it into a string silently)"
+                    )
+                label = f"{path}[{plain_text(f'a key of {path}', key)!r}]"
+                stack.append((item, depth + 1, label))
+        else:
+            stack.extend((item, depth + 1, f"{path}[{i}]") for i, item in enumerate(node))

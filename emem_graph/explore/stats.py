@@ -15,6 +15,7 @@ from emem_graph.explore.selection import (
     CAPABILITY_REL_TABLES,
     CORE_REL_TABLES,
 )
+from emem_graph.ingest.rejected import count_rejected
 from emem_graph.models import AGENT_NOTE, INTEROCEPTION, NodeKind, Tier
 from emem_graph.storage.health import read_health
 from emem_graph.storage.vectors import VectorFilter
@@ -71,6 +72,9 @@ class MemoryStats(BaseModel):
     pending_vectors: int
     """Nodes whose vector work is journalled but not yet in LanceDB (redone on the next
     read-write open)."""
+    rejected_observations: int = 0
+    """Observations accepted at the door that the store could not write, set aside in
+    rejected.jsonl (never retried in front of the others)."""
 
     health: dict[str, int] = {}
     """Damage found on opening the memory and repaired or reported (storage/health.py):
@@ -140,6 +144,7 @@ def memory_stats(directory: str | Path) -> MemoryStats:
             vector_rows=vector_rows,
             pending_vectors=pending,
             health={k: v for k, v in read_health(memory.root).items() if k != "reports"},
+            rejected_observations=count_rejected(memory.root),
         )
 
 
@@ -181,6 +186,12 @@ def format_stats(stats: MemoryStats) -> str:
         f"vector rows ({sum(stats.vector_rows.values())})",
         {**stats.vector_rows, "pending (not yet indexed)": stats.pending_vectors},
     )
+    if stats.rejected_observations:
+        _section(
+            lines,
+            "set aside (could not be written)",
+            {"rejected.jsonl": stats.rejected_observations},
+        )
     if any(stats.health.values()):
         _section(lines, "damage repaired or reported (health.json)", stats.health)
     return "\n".join(lines)

@@ -18,8 +18,27 @@ class IngestBuffer(Generic[Item]):
     A batch is written when ``batch_size`` items wait (the flush thread is woken), when the
     oldest waiting item is ``interval`` seconds old by the injected ``clock`` (checked by the
     flush thread every ``poll`` wall-clock seconds, so a simulated clock drives time flushes), or
-    when flush() is called. A failed write puts its items back at the front and is retried; the
-    error is kept in ``last_error`` and re-raised by the next explicit flush().
+    when flush() is called.
+
+    A failed write is never retried in front of the others forever. With ``set_aside`` given,
+    the batch is split in halves, and halves again, until each failing item stands alone (a few
+    dozen writes for one bad item in a thousand); if any write succeeded, or ``probe`` (a
+    content-free write) succeeds, the storage works and the items that fail alone are handed to
+    ``set_aside`` (which must keep them durably, or raise) and counted in ``rejected``. When
+    storage itself fails (the probe fails, or set_aside raises), nothing is set aside: the
+    items not written go back to the front, the error is kept in ``last_error`` and re-raised
+    by the next explicit flush().
+
+    Args:
+        write: writes a batch, returns how many items it counts as written (or None: all).
+        clock: the memory's clock.
+        batch_size: items that trigger a flush.
+        interval: age in clock seconds of the oldest item that triggers a flush.
+        poll: wall seconds between the flush thread's checks.
+        name: the flush thread's name.
+        set_aside: keeps one item that cannot be written, with its error (e.g. in a file);
+            None: a failing batch is kept whole and retried.
+        probe: raises when storage is unusable as a whole (no item's fault).
     """
 
     def __init__(
@@ -31,8 +50,14 @@ class IngestBuffer(Generic[Item]):
         interval: float,
         poll: float | None = None,
         name: str = "emem-flush",
+        set_aside: Callable[[Item, BaseException], None] | None = None,
+        probe: Callable[[], None] | None = None,
     ) -> None:
         self._write = write
+        self._set_aside = set_aside
+        self._probe = probe
+        self.rejected = 0
+        """Items set aside since the buffer started (they failed alone; see set_aside)."""
         self._clock = clock
         self.batch_size = batch_size
         self.interval = interval
@@ -68,8 +93,11 @@ class IngestBuffer(Generic[Item]):
         """Write everything waiting now, on the calling thread. Returns how many were written
         (the count ``write`` returns, when it returns one).
 
+        Items that cannot be written are set aside (see the class), not counted.
+
         Raises:
-            Exception: the write failed (the items stay queued for a retry).
+            Exception: storage failed as a whole (the items not written stay queued for a
+                retry).
         """
         with self._flush_lock:
             with self._lock:
@@ -77,16 +105,90 @@ class IngestBuffer(Generic[Item]):
             if not batch:
                 return 0
             try:
-                written = self._write(batch)
-            except BaseException as exc:
-                with self._lock:
-                    self._items[:0] = batch
-                    self._oldest = self._clock()
-                self.last_error = exc
+                written = self._count(batch, self._write(batch))
+            except Exception as exc:
+                if self._set_aside is None:
+                    self._requeue(batch, exc)
+                    raise
+                written = self._isolate(batch, exc)
+            except BaseException as exc:  # KeyboardInterrupt...: keep everything, stop
+                self._requeue(batch, exc)
                 raise
             self.last_error = None
             self.flushes += 1
-            return len(batch) if written is None else written
+            return written
+
+    def _isolate(self, batch: list[Item], error: Exception) -> int:
+        """Write what can be written of a failed batch; set aside what fails alone.
+
+        Raises:
+            Exception: storage fails as a whole (the probe's error; the items not written are
+                queued again), or an item could not be set aside (set_aside's error).
+        """
+        self._check_storage(batch, error)
+        written = 0
+        alone: list[tuple[Item, Exception]] = []
+        # Groups known to fail, as a stack: halves go on left on top, so what is written
+        # keeps arrival order.
+        todo: list[tuple[list[Item], Exception]] = [(batch, error)]
+        while todo:
+            group, exc = todo.pop()
+            if len(group) == 1:
+                alone.append((group[0], exc))
+                continue
+            middle = len(group) // 2
+            untried = [group[:middle], group[middle:]]
+            failed: list[tuple[list[Item], Exception]] = []
+            while untried:
+                try:
+                    written += self._count(untried[0], self._write(untried[0]))
+                except Exception as half_error:
+                    failed.append((untried[0], half_error))
+                except BaseException as stop:  # interrupted: nothing unwritten is dropped
+                    waiting = [[item for item, _ in alone]]
+                    waiting += [g for g, _ in failed] + untried + [g for g, _ in todo[::-1]]
+                    self._requeue([item for group in waiting for item in group], stop)
+                    raise
+                untried.pop(0)
+            todo.extend(reversed(failed))
+        # Probed again: storage may have failed after the halves that succeeded.
+        self._check_storage([item for item, _ in alone], error)
+        keep = self._set_aside
+        assert keep is not None  # flush() isolates only with one
+        for at, (item, exc) in enumerate(alone):
+            try:
+                keep(item, exc)
+            except BaseException as failed_keep:
+                # Not kept durably: the rest wait in the buffer, nothing is dropped.
+                self._requeue([i for i, _ in alone[at:]], failed_keep)
+                log.warning("an item that cannot be written was not set aside: %s", failed_keep)
+                raise
+            self.rejected += 1
+            log.warning("an item that cannot be written was set aside: %s", exc)
+        return written
+
+    def _check_storage(self, items: list[Item], error: Exception) -> None:
+        """Raise ``error`` (``items`` queued again) when the probe says storage is unusable."""
+        if self._probe is None:
+            return
+        try:
+            self._probe()
+        except BaseException as exc:
+            # The storage's own error says what to fix; the batch's error is its cause.
+            self._requeue(items, exc)
+            log.warning("batch write failed and storage is not usable: %s", exc)
+            raise exc from error
+
+    def _requeue(self, items: list[Item], exc: BaseException) -> None:
+        with self._lock:
+            self._items[:0] = items
+            if items:
+                self._oldest = self._clock()
+        self.last_error = exc
+
+    @staticmethod
+    def _count(batch: list[Item], written: int | None) -> int:
+        return len(batch) if written is None else written
 
     def stop(self) -> None:
         """Stop the flush thread and write what is left (raises if that write fails)."""

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from pydantic import ValidationError
 
+from emem_graph import validation
 from emem_graph.errors import BackendUnavailableError, InvalidInputError
 from emem_graph.profile import grounding, parse
 from emem_graph.profile.llm import ProfileLLM, extract_instruction, profile_llm_for
@@ -99,7 +100,9 @@ def user_key(user: str) -> str:
     """
     if not isinstance(user, str) or not user.strip():
         raise InvalidInputError("user must be a non-empty name")
-    return _USER_RE.sub(" ", user.strip()).lower()
+    if "\x00" in user:
+        raise InvalidInputError("user must not contain NUL characters")
+    return _USER_RE.sub(" ", validation.plain_text("user", user).strip()).lower()
 
 
 class UserProfile:
@@ -234,6 +237,9 @@ class UserProfile:
         """
         if not isinstance(instruction, str) or not instruction.strip():
             raise InvalidInputError("the instruction is empty")
+        if "\x00" in instruction:
+            raise InvalidInputError("the instruction must not contain NUL characters")
+        instruction = validation.plain_text("instruction", instruction)
         user_key(user)
         extracted: Instruction | None = None
         source = "rules"

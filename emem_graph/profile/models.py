@@ -21,12 +21,25 @@ Granularity = Literal["instance", "category"]
 
 
 def _clean(value: Any) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"expected text, got {type(value).__name__}")
-    text = " ".join(value.split())
+    text = " ".join(_storable(value).split())
     if not text:
         raise ValueError("must not be empty")
     return text
+
+
+def _storable(value: Any) -> str:
+    """Text the graph can always store and give back (the memory's door: no NUL, nothing
+    UTF-8 cannot encode, such as a lone surrogate), as a plain str."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected text, got {type(value).__name__}")
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    try:
+        return str.encode(value, "utf-8").decode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"holds a lone surrogate at position {exc.start}, which UTF-8 cannot store"
+        ) from None
 
 
 class ObjectSpec(BaseModel):
@@ -79,6 +92,11 @@ class LocationSpec(BaseModel):
     @classmethod
     def _name(cls, value: Any) -> str:
         return _clean(value)
+
+    @field_validator("expression")
+    @classmethod
+    def _expression(cls, value: Any) -> str | None:
+        return None if value is None else _storable(value)
 
     @property
     def text(self) -> str:
@@ -173,6 +191,11 @@ class Instruction(BaseModel):
     @classmethod
     def _alias(cls, value: Any) -> str:
         return _clean(value)
+
+    @field_validator("description")
+    @classmethod
+    def _description(cls, value: Any) -> str:
+        return _storable(value)
 
 
 # --- nodes as read back from the graph -----------------------------------------------------------
