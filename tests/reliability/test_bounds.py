@@ -64,7 +64,7 @@ def nested_list(depth: int) -> list[Any]:
 
 
 def _parameters(tool: str) -> dict[str, dict[str, Any]]:
-    return ALL_SCHEMAS[tool]["parameters"]["properties"]  # type: ignore[no-any-return]
+    return ALL_SCHEMAS[tool]["parameters"]["properties"]
 
 
 def _oversized_cases() -> list[tuple[str, str, Any]]:
@@ -257,7 +257,7 @@ def test_cli_params_nested_or_huge_are_one_line(
     memory: SpatioTemporalMemory, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     closed = tmp_path / "closed"
-    with SpatioTemporalMemory(closed, embedding_provider=HashingEmbedder(384)) as other:
+    with SpatioTemporalMemory(str(closed), embedding_provider=HashingEmbedder(384)) as other:
         other.add("a cup", 0.0, 0.0)
     nested = "[" * 10_000 + "]" * 10_000
     for command in (["cypher", str(closed), "RETURN $a AS a"], ["query", str(closed), "x"]):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -42,7 +42,7 @@ def site(tmp_path: Path) -> Path:
     directory holding a memory, and symlinks to the memory and to the foreign file."""
     root = tmp_path / "site"
     root.mkdir()
-    with SpatioTemporalMemory(root / "mem", embedding_provider=HashingEmbedder(384)) as memory:
+    with SpatioTemporalMemory(str(root / "mem"), embedding_provider=HashingEmbedder(384)) as memory:
         memory.add("a red cup on the table", 1.0, 2.0)
         memory.add_entity("red cup", 1.0, 2.0)
     (root / "foreign.json").write_text('{"mine": true}\n')
@@ -52,7 +52,7 @@ def site(tmp_path: Path) -> Path:
     (root / "notes" / "todo.txt").write_text("keep me\n")
     (root / "holder").mkdir()
     with SpatioTemporalMemory(
-        root / "holder" / "inner", embedding_provider=HashingEmbedder(384)
+        str(root / "holder" / "inner"), embedding_provider=HashingEmbedder(384)
     ) as memory:
         memory.add("another memory", 0.0, 0.0)
     (root / "to-mem").symlink_to(root / "mem")
@@ -93,8 +93,22 @@ def dir_targets(root: Path) -> list[str]:
     ]
 
 
+REFUSALS: list[str] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _figures(summary: list[str]) -> Iterator[None]:
+    yield
+    commands = set(REFUSALS)
+    summary.append(
+        f"destructive: {len(REFUSALS)} writes at protected targets by {len(commands)} commands "
+        "refused with one line, 0 files changed (bytes and mtimes compared)"
+    )
+
+
 def refused(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
     """Run the CLI, expect exit status 2 and one line on stderr; returns that line."""
+    REFUSALS.append(argv[0])
     rc = main(["-q", *argv])
     err = capsys.readouterr().err.strip()
     assert rc == 2, (argv, rc, err)
