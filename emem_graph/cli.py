@@ -81,7 +81,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _add_query_options(parser: argparse.ArgumentParser, *, params: bool = True) -> None:
-    from emem_graph.explore.cypher import DEFAULT_LIMIT, DEFAULT_TIMEOUT_S, FORMATS
+    from emem_graph.explore.cypher import (
+        DEFAULT_LIMIT,
+        DEFAULT_MAX_MEMORY_MB,
+        DEFAULT_TIMEOUT_S,
+        FORMATS,
+    )
 
     if params:
         parser.add_argument(
@@ -101,6 +106,14 @@ def _add_query_options(parser: argparse.ArgumentParser, *, params: bool = True) 
         default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
         help=f"stop a statement after this long (default {DEFAULT_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
+        "--max-memory-mb",
+        type=int,
+        default=DEFAULT_MAX_MEMORY_MB,
+        metavar="MB",
+        help="stop a statement whose sandboxed process passes this much memory "
+        f"(default {DEFAULT_MAX_MEMORY_MB})",
     )
 
 
@@ -125,7 +138,14 @@ def _cmd_cypher(args: argparse.Namespace) -> int:
     elif args.cypher is None:
         raise InvalidInputError("give the memory directory and a statement: cypher DIR 'MATCH ...'")
     else:
-        result = run_cypher(args.directory, args.cypher, params, args.limit, args.timeout)
+        result = run_cypher(
+            args.directory,
+            args.cypher,
+            params,
+            args.limit,
+            args.timeout,
+            max_memory_mb=args.max_memory_mb,
+        )
     _print_rows(
         format_result(result, args.format), truncated=result.truncated and args.format != "table"
     )
@@ -135,7 +155,13 @@ def _cmd_cypher(args: argparse.Namespace) -> int:
 def _cmd_shell(args: argparse.Namespace) -> int:
     from emem_graph.explore.shell import shell
 
-    shell(args.directory, limit=args.limit, timeout_s=args.timeout, output=args.format)
+    shell(
+        args.directory,
+        limit=args.limit,
+        timeout_s=args.timeout,
+        output=args.format,
+        max_memory_mb=args.max_memory_mb,
+    )
     return 0
 
 
@@ -155,7 +181,14 @@ def _cmd_query(args: argparse.Namespace) -> int:
     if args.directory is None or args.name is None:
         raise InvalidInputError("give the memory directory and a query name (or --list)")
     params = parse_params(args.param)
-    result = run_named_query(args.directory, args.name, params, args.limit, args.timeout)
+    result = run_named_query(
+        args.directory,
+        args.name,
+        params,
+        args.limit,
+        args.timeout,
+        max_memory_mb=args.max_memory_mb,
+    )
     _print_rows(
         format_result(result, args.format), truncated=result.truncated and args.format != "table"
     )

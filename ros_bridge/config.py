@@ -173,6 +173,11 @@ class ServicesConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     timeout_s: float = Field(30.0, gt=0.0)
+    query_service: bool = False
+    """Serve ``~/query`` (read-only Cypher on the live memory). Off by default: any node on the
+    DDS domain can call a ROS service (unless SROS2 permissions restrict it), and a statement
+    can exhaust the bridge's memory while Kuzu binds it (see the README's Security section);
+    turn it on for development, or with SROS2 access control on that service."""
     query_row_limit: int = Field(1000, gt=0)
     query_timeout_s: float = Field(10.0, gt=0.0)
     consolidation_in_background: bool = True

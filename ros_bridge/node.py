@@ -3,7 +3,8 @@
 ``BridgeNode`` wires the plain-Python parts to ROS: every layer, position and trigger topic is a
 subscription that only hands the message to ``IngestPipeline.on_message``; a rate timer (or the
 trigger topic) queues ``pipeline.tick`` on the ``MemoryOwner``, the one thread that touches the
-memory; every service of ``ros_bridge.services.SERVICES`` is served under the node's name
+memory; every service of ``ros_bridge.services.SERVICES`` (Query only with
+``services.query_service: true``) is served under the node's name
 (``~/semantic_search`` is ``/emem_graph/semantic_search``) and answered by
 ``ServiceDispatcher.handle``. A ``MultiThreadedExecutor`` runs the callbacks, so a slow service
 call never stops ingest. Consolidation at the end of an episode runs on the memory's background
@@ -223,6 +224,8 @@ class BridgeNode:
                 callback_group=service_group,
             )
             for spec in SERVICES.values()
+            # Query (Cypher on the live memory) is advertised only when the config enables it.
+            if spec.srv_type != "Query" or config.services.query_service
         ]
         self.executor.add_node(self.node)
 

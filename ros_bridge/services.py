@@ -22,8 +22,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from emem_graph.areas import schemas as _area_schemas  # noqa: F401  (issue 9: registers its tools)
-from emem_graph.errors import InvalidInputError, MemoryClosedError, ReadOnlyQueryError
-from emem_graph.explore.cypher import cypher_code, format_result, query_graph
+from emem_graph.errors import (
+    InvalidInputError,
+    MemoryClosedError,
+    QueryResourceError,
+    QueryTimeoutError,
+    ReadOnlyQueryError,
+)
+from emem_graph.explore.cypher import check_statement, cypher_code, format_result, query_graph
+from emem_graph.explore.sandbox import check_live_bounds
 from emem_graph.profile import schemas as _profile_schemas  # noqa: F401  (issue 10: registers user_profile)
 from emem_graph.retrieval.formatting import collect_records, record_fields
 from emem_graph.retrieval.schemas import ALL_SCHEMAS, tool_definitions
@@ -217,6 +224,9 @@ class ServiceSettings(Protocol):
     def timeout_s(self) -> float: ...
 
     @property
+    def query_service(self) -> bool: ...
+
+    @property
     def query_row_limit(self) -> int: ...
 
     @property
@@ -231,6 +241,7 @@ class DefaultServiceSettings:
     """The ``services`` defaults of the bridge config (used when none is given)."""
 
     timeout_s: float = 30.0
+    query_service: bool = False
     query_row_limit: int = 1000
     query_timeout_s: float = 10.0
     consolidation_in_background: bool = True
@@ -279,7 +290,13 @@ class ServiceDispatcher:
         try:
             handler = self._handlers.get(spec.srv_type, self._tool)
             return handler(spec, request)
-        except (InvalidInputError, MemoryClosedError, TimeoutError) as exc:
+        except (
+            InvalidInputError,
+            MemoryClosedError,
+            TimeoutError,
+            QueryTimeoutError,
+            QueryResourceError,
+        ) as exc:
             log.info("%s refused: %s", spec.srv_type, exc)
             return _failure(spec, str(exc))
         except Exception as exc:
@@ -353,6 +370,12 @@ class ServiceDispatcher:
     # --- Query ----------------------------------------------------------------------------
 
     def _query(self, spec: ServiceSpec, request: Any) -> dict[str, Any]:
+        if not getattr(self.settings, "query_service", False):
+            raise InvalidInputError(
+                "Query is disabled on this bridge (services.query_service: false, the default): "
+                "enable it in the bridge config, with SROS2 access control on ~/query, or query "
+                "a copy of the memory with emem-graph cypher"
+            )
         cypher = _text_field(spec.srv_type, request, "cypher")
         params = _json_object(spec.srv_type, "params_json", request)
         if _LOAD.search(cypher_code(cypher)):
@@ -360,6 +383,9 @@ class ServiceDispatcher:
                 "Query: LOAD statements are refused here (they read files or extensions on the "
                 "robot); query the memory's tables"
             )
+        # Before anything binds it: EXPLAIN (the plan check) folds constants too.
+        check_statement(cypher, params, limit=self.settings.query_row_limit)
+        check_live_bounds(cypher)
         limit = self.settings.query_row_limit
         query_timeout = self.settings.query_timeout_s
         rows_json = self.owner.call(

@@ -282,6 +282,8 @@ def make_bridge(
             _fill(memory, clock)
         owner = MemoryOwner(memory)
         owners.append(owner)
+        # Query is off by default (services.query_service); these tests exercise it.
+        settings = settings if settings is not None else DefaultServiceSettings(query_service=True)
         return Bridge(memory, owner, ServiceDispatcher(owner, settings), clock)
 
     yield build
@@ -704,7 +706,7 @@ def test_query_reads_the_live_memory_with_parameters(bridge: Bridge) -> None:
 
 
 def test_query_keeps_to_the_row_limit(make_bridge: Callable[..., Bridge]) -> None:
-    bridge = make_bridge(DefaultServiceSettings(query_row_limit=2))
+    bridge = make_bridge(DefaultServiceSettings(query_service=True, query_row_limit=2))
     rows = json.loads(bridge.ask("Query", cypher="MATCH (o:Observation) RETURN o.id")["rows_json"])
     assert len(rows["rows"]) == 2 and rows["truncated"] is True
 
@@ -796,10 +798,12 @@ def test_query_errors_are_clear(bridge: Bridge, fields: dict[str, str], error: s
 
 
 def test_query_times_out(make_bridge: Callable[..., Bridge]) -> None:
-    bridge = make_bridge(DefaultServiceSettings(query_timeout_s=0.05))
-    many = "UNWIND range(1, 20000) AS i UNWIND range(1, 20000) AS j RETURN sum(i * j) AS s"
+    bridge = make_bridge(DefaultServiceSettings(query_service=True, query_timeout_s=0.05))
+    # 4e8 rows from a list parameter (on the live memory range() is bounded: check_live_bounds).
+    many = "UNWIND $n AS i UNWIND $n AS j RETURN sum(i * 1.0 * j) AS s"
+    numbers = json.dumps({"n": list(range(1, 20001))})
     started = time.monotonic()
-    response = bridge.ask("Query", cypher=many)
+    response = bridge.ask("Query", cypher=many, params_json=numbers)
     assert response["success"] is False and "ran longer than 0.05 s" in response["error"]
     assert time.monotonic() - started < 10
     assert bridge.ask("Query", cypher="RETURN 1 AS one")["success"] is True

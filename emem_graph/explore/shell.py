@@ -12,21 +12,20 @@ from typing import Any, TextIO
 from emem_graph.errors import EmemGraphError, InvalidInputError
 from emem_graph.explore.cypher import (
     DEFAULT_LIMIT,
+    DEFAULT_MAX_MEMORY_MB,
     DEFAULT_TIMEOUT_S,
     FORMATS,
     CypherResult,
+    CypherSandbox,
     cypher_code,
     format_named_queries,
     format_result,
     list_named_queries,
     named_query,
-    open_graph,
     parameters_of,
     parse_params,
-    query_graph,
     split_statements,
 )
-from emem_graph.storage.graph import GraphDB
 
 HELP = """\
 Type a Cypher statement; it runs when a line ends with ';', at a blank line or a :command.
@@ -51,6 +50,7 @@ def shell(
     limit: int = DEFAULT_LIMIT,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     output: str = "table",
+    max_memory_mb: int = DEFAULT_MAX_MEMORY_MB,
 ) -> None:
     """Read statements from ``stdin`` and print their rows until ``:quit`` or end of input.
 
@@ -60,17 +60,19 @@ def shell(
     is a terminal, so the shell also runs a script piped into it.
 
     Args:
-        directory: the memory's directory; it is opened read-only for the whole session.
+        directory: the memory's directory; one sandboxed process (explore.sandbox) holds it
+            read-only for the whole session (a new one after a statement was stopped).
         stdin, stdout, stderr: the streams (default: the process's).
         limit, timeout_s, output: the starting row limit, timeout and format.
+        max_memory_mb: stop a statement whose process passes this resident memory.
 
     Raises:
         InvalidInputError, DatabaseLockedError, SchemaVersionError: the memory cannot be opened
             (see open_graph).
     """
-    with open_graph(directory) as graph:
+    with CypherSandbox(directory, max_memory_mb=max_memory_mb) as sandbox:
         session = _Session(
-            graph,
+            sandbox,
             stdout or sys.stdout,
             stderr or sys.stderr,
             limit=limit,
@@ -84,11 +86,11 @@ def shell(
 
 
 class _Session:
-    """The state of one shell: its graph, settings and the statement being typed."""
+    """The state of one shell: its sandbox, settings and the statement being typed."""
 
     def __init__(
         self,
-        graph: GraphDB,
+        sandbox: CypherSandbox,
         out: TextIO,
         err: TextIO,
         *,
@@ -96,7 +98,7 @@ class _Session:
         timeout_s: float,
         output: str,
     ) -> None:
-        self.graph = graph
+        self.sandbox = sandbox
         self.out = out
         self.err = err
         self.limit = limit
@@ -140,9 +142,7 @@ class _Session:
             needed = parameters_of(statement)
             params = {k: v for k, v in self.params.items() if k in needed}
             self._show(
-                query_graph(
-                    self.graph, statement, params, limit=self.limit, timeout_s=self.timeout_s
-                )
+                self.sandbox.run(statement, params, limit=self.limit, timeout_s=self.timeout_s)
             )
         return True
 
@@ -168,9 +168,7 @@ class _Session:
             given = {**self.params, **parse_params(_words(pairs))}
             params = {k: v for k, v in given.items() if k in query.parameters}
             self._show(
-                query_graph(
-                    self.graph, query.cypher, params, limit=self.limit, timeout_s=self.timeout_s
-                )
+                self.sandbox.run(query.cypher, params, limit=self.limit, timeout_s=self.timeout_s)
             )
         elif name == ":param":
             self.params.update(parse_params(_words(argument)))

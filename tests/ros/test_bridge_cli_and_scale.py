@@ -51,6 +51,8 @@ memory:
   flush_interval: 0.2
 trigger:
   topic: {_prefix()}/store_now
+services:
+  query_service: true
 layers:
   - name: notes
     topic: {_prefix()}/notes

@@ -109,6 +109,7 @@ def bridge_config(memory_dir: Path, **overrides: Any) -> BridgeConfig:
         ],
         "position": {"topic": _topic("odom"), "type": "nav_msgs/msg/Odometry", "max_age": 1.0},
         "trigger": {"rate_hz": TRIGGER_HZ},
+        "services": {"query_service": True},  # Query is off by default; these tests call it
     }
     fields.update(overrides)
     return BridgeConfig.model_validate(fields)
