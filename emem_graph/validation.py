@@ -219,3 +219,29 @@ def _check_metadata_tree(value: Any) -> None:
                 stack.append((item, depth + 1, label))
         else:
             stack.extend((item, depth + 1, f"{path}[{i}]") for i, item in enumerate(node))
+
+
+def unstorable(value: Any, max_depth: int = MAX_METADATA_DEPTH) -> str | None:
+    """What in ``value`` (a string, or strings inside lists, tuples, dicts and pydantic models,
+    as an LLM client answers) the store could not write: a lone surrogate or a NUL character,
+    or nesting past ``max_depth``; None when every string is storable."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, str):
+            if "\x00" in node:
+                return "a NUL character"
+            try:
+                str.encode(node, "utf-8")
+            except UnicodeEncodeError as exc:
+                return f"a lone surrogate {node[exc.start]!r}"
+            continue
+        if depth >= max_depth:
+            return f"nesting deeper than {max_depth} levels"
+        if isinstance(node, dict):
+            stack.extend((item, depth + 1) for pair in node.items() for item in pair)
+        elif isinstance(node, list | tuple | set | frozenset):
+            stack.extend((item, depth + 1) for item in node)
+        elif hasattr(node, "__pydantic_fields__"):  # a pydantic model: its field values
+            stack.extend((item, depth + 1) for item in vars(node).values())
+    return None

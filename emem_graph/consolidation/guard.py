@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from emem_graph import validation
 from emem_graph.consolidation.llm import LLMClient, MalformedAnswerError
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,10 @@ class LLMGuard:
             why = "closing" if self._stopping.is_set() else f"no answer in {self.timeout:.1f} s"
             self._failed(method, why)
             return None
+        if "error" not in box:
+            bad = validation.unstorable(box["value"])
+            if bad is not None:  # it would fail every write it went into, retried forever
+                box["error"] = MalformedAnswerError(f"the answer holds {bad}")
         if "error" in box:
             error = box["error"]
             # A malformed answer says nothing about the next request; anything else (timeouts,

@@ -509,3 +509,52 @@ def test_a_storage_failure_is_not_taken_for_bad_rows(
     )
     print(line)
     summary.append(line)
+
+
+class UnstorableLLM:
+    """An LLM client whose answers hold what no store can write (a lone surrogate, as a JSON
+    '\\ud800' escape decodes to, and NUL)."""
+
+    def summarize(self, texts: list[str]) -> str:
+        return f"{texts[0]} \ud800"
+
+    def synthesize(self, texts_by_layer: dict[str, list[str]]) -> str:
+        return "across layers \x00"
+
+    def extract_entities(self, texts: list[str]) -> list[dict[str, Any]]:
+        return [{"name": "red chair\udfff", "index": 0}, {"name": "cup", "index": 0}]
+
+
+def test_an_llm_answer_that_cannot_be_stored_falls_back_and_poisons_nothing(
+    tmp_path: Path, minilm: Any, summary: list[str]
+) -> None:
+    """An LLM answer with a lone surrogate used to fail the episode's consolidation and stay
+    staged in front of every later entity write (flush and close raised). It is a malformed
+    answer now: the built-in fallback writes the gist, and every later write lands."""
+    path = tmp_path / "mem"
+    config = MemoryConfig(db_path=str(path), maintenance_interval=None, entity_extraction=True)
+    memory = SpatioTemporalMemory(
+        config=config, embedding_provider=minilm, llm_client=UnstorableLLM()
+    )
+    memory.start_episode("patrol")
+    ids = [memory.add(f"a red chair by door {i}", float(i), 0.0) for i in range(4)]
+    episode_id = memory.end_episode(wait=True)
+    memory.extract_entities()
+    lamp = memory.add_entity("lamp", 5.0, 5.0)
+    memory.flush()
+    assert memory.consolidation.stats()["llm_failures"] >= 2
+    memory.close()  # does not raise
+    reopened = build(path, minilm)
+    try:
+        episode = reopened.store.get_episode(str(episode_id))
+        assert episode is not None and episode.status == "completed" and episode.gist
+        assert len(reopened.store.get_observations(ids)) == 4
+        assert reopened.store.get_entity(lamp) is not None
+    finally:
+        reopened.close()
+    line = (
+        "poison, LLM answers holding a lone surrogate or NUL: taken as malformed, fallback "
+        "gist written, later entity writes land, close() clean"
+    )
+    print(line)
+    summary.append(line)
