@@ -11,7 +11,6 @@ before any parsing, embedding or query.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from emem_graph.errors import InvalidInputError
@@ -210,8 +209,9 @@ def check_cli_arguments(values: dict[str, Any]) -> None:
         values: ``vars()`` of the parsed arguments.
 
     Raises:
-        InvalidInputError: a number not finite or beyond MAX_CLI_NUMBER (or its own bound), a
-            text over MAX_CLI_TEXT_CHARS or holding a NUL character.
+        InvalidInputError: a number beyond MAX_CLI_NUMBER (or its own bound; infinity too:
+            NaN is refused by the command itself), a text over MAX_CLI_TEXT_CHARS or holding a
+            NUL character.
     """
     tighter = {"rounds": MAX_DEMO_ROUNDS, "duration": MAX_BAG_DURATION_S}
     for name, value in values.items():
@@ -224,7 +224,8 @@ def check_cli_arguments(values: dict[str, Any]) -> None:
                 top = tighter.get(name, MAX_CLI_NUMBER)
                 if isinstance(item, int) and name not in tighter and option != "--seed":
                     top = min(top, MAX_BENCH_OBSERVATIONS)
-                if not math.isfinite(item) or abs(item) > top:
+                # NaN is left to the command (its message names the coordinate it breaks).
+                if abs(item) > top:
                     raise InvalidInputError(
                         f"{option} {item!r}: must be a finite number within +-{top:g}"
                     )

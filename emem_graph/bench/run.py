@@ -132,9 +132,9 @@ def run_bench(
         subjects.append(emem_subject(out / "emem", embedder, clock, batch_size))
     # Bench deletes its scratch subdirectories: only in a directory it created (or an empty
     # one), never inside a memory or in someone else's directory (outputs.py).
-    claim_directory(out, "bench")
+    claim_directory(out, "bench", create=False)
     _clean(out)
-    out.mkdir(parents=True, exist_ok=True)
+    claim_directory(out, "bench")
     try:
         work = patrol_workload(n, embedder=embedder, queries=repeats + 1, progress=progress)
         raw_bytes = save_raw_columns(work, out / "raw")
@@ -435,6 +435,6 @@ def _bar(total: int, desc: str, progress: bool) -> tqdm[Any]:
 def _clean(out: Path) -> None:
     for name in SCRATCH:
         shutil.rmtree(out / name, ignore_errors=True)
-    if out.is_dir() and [p.name for p in out.iterdir()] == [DIRECTORY_MARKER]:
-        (out / DIRECTORY_MARKER).unlink()
+    if out.is_dir() and [p.name for p in out.iterdir()] in ([], [DIRECTORY_MARKER]):
+        (out / DIRECTORY_MARKER).unlink(missing_ok=True)
         out.rmdir()

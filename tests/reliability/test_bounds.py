@@ -294,8 +294,9 @@ def test_cli_never_prints_a_traceback_for_recursion_or_overflow(
 
 
 class Race:
-    """One memory, 4 writers (add, add_entity, flush, start_episode) and 2 readers (dispatch,
-    a direct tool call), closed by the main thread while they run."""
+    """One memory, 4 writers (add, add_entity, flush, start_episode), 2 readers (dispatch, a
+    direct tool call) and one of the capabilities' tools, closed by the main thread while
+    they run."""
 
     def __init__(self, config: MemoryConfig) -> None:
         self.memory = SpatioTemporalMemory(config=config, embedding_provider=HashingEmbedder(384))
@@ -303,7 +304,7 @@ class Race:
         self.closed = 0
         self.raw: list[str] = []
         self.lock = threading.Lock()
-        self.start = threading.Barrier(7)
+        self.start = threading.Barrier(8)
 
     def writer(self, k: int) -> None:
         self.start.wait()
@@ -346,9 +347,37 @@ class Race:
                 self.raw.append(f"reader: {type(exc).__name__}: {exc}")
                 return
 
+    def capability_reader(self) -> None:
+        """The capabilities' tools (places, areas, profile) by dispatch and by Python."""
+        self.start.wait()
+        calls = [
+            ("navigate_to", {"concept": "note"}),
+            ("describe_area", {}),
+            ("user_profile", {"query": "my cup"}),
+            ("route_query", {"target": "note", "goal": "thing 1"}),
+        ]
+        for i in range(10_000):
+            tool, arguments = calls[i % len(calls)]
+            answer = self.memory.dispatch_tool_call(tool, arguments)
+            if not isinstance(answer, str) or (
+                answer.startswith("Error") and "closed" not in answer
+            ):
+                self.raw.append(f"dispatch {tool}: {answer!r}")
+                return
+            try:
+                self.memory.locate("note")
+            except MemoryClosedError:
+                with self.lock:
+                    self.closed += 1
+                return
+            except BaseException as exc:
+                self.raw.append(f"capability reader: {type(exc).__name__}: {exc}")
+                return
+
     def run(self, delay: float) -> None:
         threads = [threading.Thread(target=self.writer, args=(k,)) for k in range(4)]
         threads += [threading.Thread(target=self.reader) for _ in range(2)]
+        threads.append(threading.Thread(target=self.capability_reader))
         for thread in threads:
             thread.start()
         self.start.wait()
@@ -383,6 +412,6 @@ def test_close_racing_writers_and_readers_raises_only_memory_closed_and_loses_no
         raw += race.raw
     assert not raw, raw[:5]
     summary.append(
-        f"bounds: close() raced by 4 writers + 2 readers x {runs} runs: {acknowledged_total} "
+        f"bounds: close() raced by 4 writers + 3 readers x {runs} runs: {acknowledged_total} "
         f"adds acknowledged, 0 lost, {closed_total} MemoryClosedError, 0 raw errors"
     )
