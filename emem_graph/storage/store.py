@@ -96,12 +96,12 @@ class MemoryStore:
             self.info = self.graph.ensure_schema({"embedding_dim": str(embedder.dim)})
             self.index = ObservationIndex()
             self.index.load(self.graph.query_arrow("index_observations"))
-            if not read_only:
-                self._mark.check(len(self.index))
+            marked = read_only or self._mark.check(len(self.index))
             self.vectors, rebuilt = self._open_vectors(read_only)
             self.entities = EntityIndex()
             self._load_entities()
         except BaseException:
+            self._mark.close()
             self.graph.close()
             raise
         self.read_only = read_only
@@ -116,7 +116,7 @@ class MemoryStore:
             self.vectors.listen(self._follow_vectors)
         if not read_only:
             self.reconcile()
-            self._restore_vectors(rebuilt)
+            self._restore_vectors(rebuilt, marked=marked)
         if sketched:
             self._sketch_loader = threading.Thread(
                 target=self._load_sketch, name="emem-sketch", daemon=True
@@ -137,6 +137,7 @@ class MemoryStore:
                         self._acknowledged = []
                     self._release_old_vector_versions()
             finally:
+                self._mark.close()
                 self.graph.close()
 
     def _release_old_vector_versions(self) -> None:
@@ -326,8 +327,13 @@ class MemoryStore:
             if read_only:
                 raise
             aside = move_aside(path)
+            cause = exc.__cause__ if exc.__cause__ is not None else exc
+            detail = " ".join(str(cause).split())[:300]
             log.info("%s; moved it to %s", exc, aside.name)
-            return self._vector_store(), f"{exc} (moved to {aside.name})"
+            return self._vector_store(), (
+                f"the vector table could not be read ({type(cause).__name__}: {detail}); it was "
+                f"moved to {aside.name}"
+            )
 
     def _vector_store(self) -> VectorStore:
         config = self.config
@@ -341,14 +347,21 @@ class MemoryStore:
             vector_dtype=config.vector_dtype,
         )
 
-    def _restore_vectors(self, damaged: str | None) -> int:
+    def _restore_vectors(self, damaged: str | None, *, marked: bool = True) -> int:
         """Re-index from the graph every node the vector table lacks (principle 1: the graph
         holds every node's text), after a damaged table was replaced by an empty one or when
         the table holds fewer rows than the graph's nodes (a lost version). Cheap when nothing
         is missing: one count in each store. Returns the rows re-indexed.
+
+        Without a graph mark (``marked`` False: a memory from before it), a table holding
+        more rows than the graph's nodes is searched for observations the graph lacks: LanceDB
+        keeps the rows a damaged graph WAL dropped, so they tell that loss once.
         """
         expected = sum(int(n) for n in self.graph.query("vector_node_counts")[0].values())
-        if damaged is None and self.vectors.count() >= expected:
+        rows = self.vectors.count()
+        if damaged is None and rows > expected and not marked:
+            self._report_orphans()
+        if damaged is None and rows >= expected:
             return 0
         wanted = self.graph.query_arrow("vector_node_ids")
         held = set(self.vectors.all_ids())
@@ -382,6 +395,21 @@ class MemoryStore:
             counter="vector_rebuilds",
         )
         return total
+
+    def _report_orphans(self) -> None:
+        """Report observation rows of the vector table whose node the graph lacks (the graph
+        lost committed observations; their rows are left in LanceDB, text included)."""
+        ids = self.vectors.all_ids(VectorFilter(kinds=("observation",)))
+        orphans = int((self.index.rows_of(ids) < 0).sum()) if ids else 0
+        if orphans:
+            report_damage(
+                self.root,
+                f"the vector table holds {orphans} observations the graph does not: the graph "
+                "lost committed observations (a damaged write-ahead log, graph.kuzu.wal)",
+                "they are lost from the memory (their rows stay in the vector table, text "
+                "included); restore the memory's directory from a backup to get them back",
+                counter="graph_losses",
+            )
 
     # --- reads ---------------------------------------------------------------------------------
 
@@ -639,6 +667,18 @@ class MemoryStore:
                     for ids, vectors in batches:
                         if self._closing.is_set():
                             return
+                        finite = np.isfinite(vectors).all(axis=1)
+                        if not finite.all():
+                            # Bytes damaged inside a data file (Lance keeps no checksums):
+                            # such rows are left to LanceDB, which ranks them last.
+                            log.warning(
+                                "%d stored vectors hold NaN or infinity (a damaged vector "
+                                "file); delete %s to have them rebuilt from the graph",
+                                int((~finite).sum()),
+                                self.root / VECTOR_DIR,
+                            )
+                            ids = [i for i, ok in zip(ids, finite, strict=True) if ok]
+                            vectors = vectors[finite]
                         sketch.put(self.index.rows_of(ids), vectors, only_missing=True)
                 self._sketch_loaded.set()
         except (StorageError, OSError, RuntimeError, ValueError) as exc:

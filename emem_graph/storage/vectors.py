@@ -558,7 +558,16 @@ class VectorStore:
             return rows
 
         with self._lock.reading():
-            rows = self._narrowed(where, n, run, ["id", "kind", "_distance"])
+            try:
+                rows = self._narrowed(where, n, run, ["id", "kind", "_distance"])
+            except InvalidInputError:
+                raise
+            except Exception as exc:  # a file damaged while open: Lance's own error types
+                raise VectorStoreDamagedError(
+                    f"the vector table at {self.path} became unreadable "
+                    f"({type(exc).__name__}: {' '.join(str(exc).split())[:300]}); close and "
+                    "reopen the memory: it is checked at open and rebuilt from the graph"
+                ) from exc
         return [
             VectorHit(id=r["id"], kind=r["kind"], score=1.0 - float(r["_distance"])) for r in rows
         ]
