@@ -109,6 +109,12 @@ def check_tool_arguments(tool: str, arguments: dict[str, Any]) -> None:
     for key, value in arguments.items():
         if isinstance(key, str) and len(key) > MAX_TOOL_TEXT_CHARS:
             raise InvalidInputError(f"{tool}: an argument name has {len(key)} characters")
+        if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 63:
+            # Bounds compare fine, but showing such a number fails (int -> str limit).
+            raise InvalidInputError(
+                f"{tool}: argument {key!r} is a whole number of {value.bit_length()} bits; "
+                f"numbers are at most {MAX_TOOL_NUMBER:g}"
+            )
         if isinstance(value, str):
             limit = MAX_TOOL_CONTENT_CHARS if key in _CONTENTS else MAX_TOOL_TEXT_CHARS
             if len(value) > limit:
@@ -199,7 +205,12 @@ def load_json(text: str, what: str, max_chars: int = MAX_TOOL_CALL_CHARS) -> Any
         raise InvalidInputError(
             f"{what}: nested deeper than {MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH); flatten it"
         )
-    return json.loads(text)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # a number of more than 4,300 digits (Python's int limit)
+        raise InvalidInputError(f"{what}: {exc}".split(";")[0]) from None
 
 
 def check_cli_arguments(values: dict[str, Any]) -> None:

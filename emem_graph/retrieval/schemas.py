@@ -493,6 +493,9 @@ def _describe(tool: str, exc: ValidationError) -> str:
         elif error["type"] == "missing":
             problems.append(f"missing required argument {where!r}")
         else:
-            shown = _SHORT.repr(error.get("input"))
+            try:
+                shown = _SHORT.repr(error.get("input"))
+            except ValueError:  # an int too long to turn into text
+                shown = f"a {type(error.get('input')).__name__} too large to show"
             problems.append(f"argument {where!r}: {error['msg']} (got {shown})")
     return f"{tool}: " + "; ".join(problems)

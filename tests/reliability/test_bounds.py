@@ -175,6 +175,13 @@ def test_huge_radii_and_coordinates_are_refused_not_overflowing(
         )
     )
     one_error_line(memory.dispatch_tool_call("get_current_context", {"radius": 1e300}))
+    # Whole numbers too long to turn into text (Python's 4,300-digit limit) are refused too.
+    huge = 10**5000
+    one_error_line(memory.dispatch_tool_call("semantic_search", {"query": "x", "n_results": huge}))
+    one_error_line(memory.dispatch_tool_call("spatial_query", '{"x": 1' + "0" * 5000 + ', "y": 0}'))
+    one_error_line(memory.dispatch_tool_call("body_status", {"layers": [huge]}))
+    with pytest.raises(InvalidInputError):
+        memory.semantic_search("x", n_results=huge)
     # Within the bounds every extreme still answers (no OverflowError at the bound itself).
     answer = memory.dispatch_tool_call("spatial_query", {"x": 1e9, "y": -1e9, "radius": 1e10})
     assert isinstance(answer, str) and "OverflowError" not in answer
