@@ -877,6 +877,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
+    except OSError as exc:
+        # A path that cannot be read or written (permissions, a full disk): one line.
+        print(f"emem-graph: error: {_one_line(str(exc))}", file=sys.stderr)
+        return 2
 
 
 def _one_line(message: str) -> str:

@@ -288,7 +288,14 @@ def test_cli_never_prints_a_traceback_for_recursion_or_overflow(
 ) -> None:
     import emem_graph.explore.stats as stats
 
-    for error in (RecursionError("deep"), OverflowError("big"), MemoryError(), UnicodeError("x")):
+    errors = (
+        RecursionError("deep"),
+        OverflowError("big"),
+        MemoryError(),
+        UnicodeError("x"),
+        PermissionError(13, "Permission denied", "/somewhere"),
+    )
+    for error in errors:
 
         def explode(*_args: Any, error: BaseException = error, **_kwargs: Any) -> Any:
             raise error
