@@ -31,6 +31,7 @@ import pytest
 
 from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
 from emem_graph.errors import EmemGraphError
+from emem_graph.explore.cypher import open_graph
 from emem_graph.explore.stats import memory_stats
 from emem_graph.storage.health import read_health
 
@@ -171,6 +172,15 @@ def _searchable(mem: SpatioTemporalMemory, sample: int = 25) -> tuple[int, list[
     return len(ids), missing
 
 
+def _read_only_reads(memory: Path) -> None:
+    """The read-only surface (emem-graph stats, the explore graph) on the damaged memory:
+    answers or raises an EmemGraphError, nothing else (it changes nothing to repair)."""
+    with contextlib.suppress(EmemGraphError):
+        memory_stats(memory)
+    with contextlib.suppress(EmemGraphError), open_graph(memory) as graph:
+        graph.query("node_counts")
+
+
 @pytest.mark.parametrize("damage_kind", DAMAGES)
 @pytest.mark.parametrize("file_kind", list(FILE_KINDS))
 def test_damaged_file(
@@ -188,6 +198,7 @@ def test_damaged_file(
     damage(_first(memory, pattern), damage_kind)
     caplog.set_level(logging.WARNING)
     case = f"{file_kind}/{damage_kind}"
+    _read_only_reads(memory)
     try:
         mem = _open(memory)
     except EmemGraphError as exc:
