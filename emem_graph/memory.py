@@ -387,7 +387,6 @@ class SpatioTemporalMemory:
             self._episode_stack.append(episode.id)
             return episode.id
 
-    @while_open
     def end_episode(self, consolidate: bool = True, wait: bool = False) -> str | None:
         """End the innermost active episode; returns its id, or None when none is active.
 
@@ -401,11 +400,14 @@ class SpatioTemporalMemory:
             StorageError: with ``wait``, the gists could not be written (the episode is closed
                 and stays marked for consolidation, retried on the next open).
         """
-        self._check_open()
-        with self._state_lock:
-            if not self._episode_stack:
-                return None
-            episode_id, job = self._end_top("completed", consolidate)
+        # Only the store write is inside the gate: close() does not wait for ``wait`` (it
+        # finishes the job itself, with the built-in fallbacks).
+        with self._gate:
+            self._check_open()
+            with self._state_lock:
+                if not self._episode_stack:
+                    return None
+                episode_id, job = self._end_top("completed", consolidate)
         if job is not None and wait:
             job.result()
         return episode_id
