@@ -144,6 +144,7 @@ class SpatioTemporalMemory:
         """Users' personal knowledge (facts, routines) grounded in entities (emem_graph.profile)."""
         self._capabilities.append(self.profile)
         self._rejected = RejectedRows(self._store.root)
+        self._set_aside_ids: set[str] = set()
         self._buffer: IngestBuffer[_Pending | _EntitySighting] = IngestBuffer(
             self._write_batch,
             clock=self._clock,
@@ -458,6 +459,8 @@ class SpatioTemporalMemory:
         """The ``n`` most recent observations (default working_memory_size), oldest first."""
         with self._state_lock:
             recent = list(self._working)
+        if self._set_aside_ids:
+            recent = [o for o in recent if o.id not in self._set_aside_ids]
         if n is None:
             return recent
         if n < 0:
@@ -555,9 +558,9 @@ class SpatioTemporalMemory:
                 f"set aside in {self._rejected.path} ({exc}); it stays queued: free the disk "
                 "or fix the directory's permissions"
             ) from exc
-        with self._state_lock:
-            if item.observation in self._working:
-                self._working.remove(item.observation)
+        # Not under _state_lock: end_episode() holds it while it flushes (a deadlock with the
+        # flush thread); adding to a set is atomic, get_recent() leaves these ids out.
+        self._set_aside_ids.add(item.observation.id)
         log.warning(
             "observation %s set aside in %s (it cannot be written: %s)",
             item.observation.id,
@@ -568,7 +571,8 @@ class SpatioTemporalMemory:
     def _probe_storage(self) -> None:
         # Content-free: the embedder (past the cache) and a graph write transaction. When
         # these fail, a failed batch is the storage's fault and no row is set aside.
-        self.embedder.embed(["storage probe"])
+        with self._embed_lock:  # models are not thread-safe (see embed)
+            self.embedder.embed(["storage probe"])
         self._store.check_writable()
 
     @property

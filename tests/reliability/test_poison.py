@@ -558,3 +558,32 @@ def test_an_llm_answer_that_cannot_be_stored_falls_back_and_poisons_nothing(
     )
     print(line)
     summary.append(line)
+
+
+def test_setting_a_row_aside_on_the_flush_thread_does_not_block_end_episode(
+    tmp_path: Path, minilm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The flush thread sets a row aside while end_episode() (which holds the memory's state
+    lock and flushes) runs: neither waits for the other."""
+    import threading
+
+    from emem_graph import validation
+
+    memory = build(tmp_path / "mem", minilm, flush_batch_size=3, flush_interval=0.05)
+    text_check = validation.text
+    for round_ in range(5):
+        memory.start_episode(f"lap {round_}")
+        memory.add(f"lap {round_} start", 0.0, float(round_))
+        monkeypatch.setattr(validation, "text", lambda name, value, limit: value)
+        memory.add(f"lap {round_} \ud800", 0.0, float(round_))
+        monkeypatch.setattr(validation, "text", text_check)
+        memory.add(f"lap {round_} end", 1.0, float(round_))  # a full batch: the thread flushes
+        ended = threading.Thread(target=memory.end_episode, daemon=True)  # flushes, locked
+        ended.start()
+        ended.join(timeout=30)
+        # Deadlocked, the memory could not close either: left to the daemon threads.
+        assert not ended.is_alive(), "end_episode and the flush thread deadlocked"
+    memory.flush()
+    assert memory.rejected_observations == 5
+    assert all("\ud800" not in o.text for o in memory.get_recent())
+    memory.close()
