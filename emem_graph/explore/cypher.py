@@ -1,8 +1,9 @@
 """Read-only Cypher on a memory directory: run a statement or a named query, format the rows.
 
-The graph is opened read-only, so Kuzu itself refuses any write to the memory; statements that
-would write files or change the session (COPY ... TO, EXPORT, INSTALL, ATTACH, BEGIN...) are
-refused before they reach Kuzu.
+The graph is opened read-only, so Kuzu itself refuses any write to the memory; before a
+statement reaches Kuzu, explore/guard.py's allow-list (on Kuzu's own tokens, explore/lexer.py)
+accepts only one statement that reads, so nothing writes files, reads files, loads code or
+changes the session either.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from emem_graph.errors import InvalidInputError, ReadOnlyQueryError
+from emem_graph.explore.guard import check_read_only
+from emem_graph.explore.lexer import Token, code_tokens, tokenize
 from emem_graph.explore.readonly import ReadOnlyMemory
 from emem_graph.explore.sandbox import DEFAULT_MAX_MEMORY_MB, CypherSandbox
 from emem_graph.limits import MAX_PARAM_CHARS, load_json
@@ -59,33 +62,8 @@ TABLE_CELL_MAX = 60
 """Table cells longer than this are cut (a node prints as all its properties); json and csv
 keep every value whole."""
 
-# Comments and quoted text (strings, `escaped names`): where $words and ; are not Cypher.
-_NOT_CODE = re.compile(
-    r"//[^\n]*|/\*.*?\*/|'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"|`[^`]*`", re.DOTALL
-)
 _PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _PARAM_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_WORD = re.compile(r"[A-Za-z_]+")
-_LOAD = re.compile(r"\bLOAD\b", re.IGNORECASE)
-_WRITE_CLAUSE = re.compile(r"\b(CREATE|MERGE|SET|DELETE|REMOVE|COPY|DROP|ALTER)\b", re.IGNORECASE)
-# Statements the read-only database would still run: they write files, load code, attach other
-# databases or control transactions. The first keyword decides (after EXPLAIN / PROFILE).
-_REFUSED_FIRST_WORDS = frozenset(
-    {
-        "COPY",
-        "EXPORT",
-        "IMPORT",
-        "INSTALL",
-        "UNINSTALL",
-        "ATTACH",
-        "DETACH",
-        "USE",
-        "BEGIN",
-        "COMMIT",
-        "ROLLBACK",
-        "CHECKPOINT",
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -152,13 +130,7 @@ def check_statement(
         raise InvalidInputError(
             f"the timeout must be a positive number of seconds, not {timeout_s}"
         )
-    code = cypher_code(cypher)
-    if not code.strip(" \t\r\n;"):
-        raise InvalidInputError("the Cypher statement is empty")
-    statements = len(split_statements(cypher))
-    if statements > 1:
-        raise InvalidInputError(f"give one Cypher statement at a time (found {statements})")
-    _refuse_side_effects(code)
+    check_read_only(cypher)
     given = dict(params or {})
     _check_params(parameters_of(cypher), given)
     return given
@@ -331,7 +303,7 @@ def _named(name: str, text: str) -> NamedQuery:
     used = parameters_of(text)
     listed = [p for p in dict.fromkeys(_PARAMETER.findall(comment)) if p in used]
     parameters = (*listed, *(p for p in used if p not in listed))
-    writes = _WRITE_CLAUSE.search(cypher_code(text)) is not None
+    writes = _writes(text)
     return NamedQuery(name, description, parameters, text, writes)
 
 
@@ -341,7 +313,16 @@ def _named(name: str, text: str) -> NamedQuery:
 def parameters_of(cypher: str) -> tuple[str, ...]:
     """The ``$parameters`` a statement uses, in order of first use (comments and strings
     ignored)."""
-    return tuple(dict.fromkeys(_PARAMETER.findall(cypher_code(cypher))))
+    code = code_tokens(tokenize(cypher, lenient=True))
+    names = [
+        _name_text(token)
+        for before, token in itertools.pairwise(code)
+        if before.text == "$"
+        and before.kind == "punct"
+        and before.end == token.start
+        and token.kind in ("word", "name", "number")
+    ]
+    return tuple(dict.fromkeys(names))
 
 
 def parse_params(pairs: Sequence[str]) -> dict[str, Any]:
@@ -391,40 +372,44 @@ def _check_params(needed: tuple[str, ...], given: dict[str, Any]) -> None:
 
 def cypher_code(cypher: str) -> str:
     """``cypher`` with comments and quoted text blanked out, character for character (so
-    positions still match): what is left is keywords, names, numbers and punctuation."""
-    return _NOT_CODE.sub(lambda match: re.sub(r"[^\n]", " ", match.group()), cypher)
+    positions still match): what is left is keywords, names, numbers and punctuation. An
+    unended string or comment is blanked to the end (the text is read leniently, for display
+    and the shell; check_read_only decides on what runs)."""
+    parts = []
+    for token in tokenize(cypher, lenient=True):
+        blank = token.kind in ("comment", "string", "name")
+        parts.append(re.sub(r"[^\n]", " ", token.text) if blank else token.text)
+    return "".join(parts)
 
 
 def split_statements(text: str) -> list[str]:
-    """Split text at the ``;`` that end statements (not those inside strings or comments);
-    empty statements are dropped."""
-    code = cypher_code(text)
+    """Split text at the ``;`` that end statements (not those inside strings, comments or
+    `names`, read as Kuzu reads them); empty statements are dropped."""
     statements: list[str] = []
     start = 0
-    for end in [i for i, char in enumerate(code) if char == ";"] + [len(text)]:
+    tokens = tokenize(text, lenient=True)
+    ends = [t.start for t in tokens if t.kind == "punct" and t.text == ";"] + [len(text)]
+    code = cypher_code(text)
+    for end in ends:
         if code[start:end].strip():
             statements.append(text[start:end].strip())
         start = end + 1
     return statements
 
 
-def _refuse_side_effects(code: str) -> None:
-    words = [match.group().upper() for match in itertools.islice(_WORD.finditer(code), 3)]
-    while words and words[0] in ("EXPLAIN", "PROFILE"):
-        words.pop(0)
-    first = words[0] if words else ""
-    if first in _REFUSED_FIRST_WORDS or words[:2] == ["LOAD", "EXTENSION"]:
-        raise ReadOnlyQueryError(
-            f"the memory is read-only here: {first} statements are refused (this surface only "
-            "reads: it writes no files, loads no extensions, attaches no databases and opens "
-            "no transactions)"
-        )
-    # LOAD FROM reads any file the process can read, wherever it stands in the statement.
-    if _LOAD.search(code):
-        raise ReadOnlyQueryError(
-            "the memory is read-only here: LOAD statements are refused (LOAD FROM reads files "
-            "outside the memory, LOAD EXTENSION loads code); query the memory's own tables"
-        )
+def _writes(cypher: str) -> bool:
+    """Whether check_read_only refuses ``cypher`` as a write (a named query of the store)."""
+    try:
+        check_read_only(cypher)
+    except ReadOnlyQueryError:
+        return True
+    except InvalidInputError:
+        return False
+    return False
+
+
+def _name_text(token: Token) -> str:
+    return token.text[1:-1] if token.kind == "name" else token.text
 
 
 # --- formatting ------------------------------------------------------------------------------
