@@ -587,3 +587,62 @@ def test_setting_a_row_aside_on_the_flush_thread_does_not_block_end_episode(
     assert memory.rejected_observations == 5
     assert all("\ud800" not in o.text for o in memory.get_recent())
     memory.close()
+
+
+def test_a_bag_with_bad_messages_replays_every_good_one(
+    tmp_path: Path, minilm: Any, summary: list[str]
+) -> None:
+    """Bag replay (ROS 2 sqlite3, written with rosbags): a message whose string is not UTF-8
+    is counted undecodable, one with a NUL is refused at the memory's door (dropped_error),
+    and every good message before and after them is stored and there after a reopen."""
+    from rosbags.rosbag2 import Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    from ros_bridge.bag import replay_bag
+
+    store = get_typestore(Stores.ROS2_HUMBLE)
+    kind = "std_msgs/msg/String"
+    bag = tmp_path / "bag"
+    good: list[str] = []
+    bad_utf8 = bad_nul = 0
+    with Writer(bag, version=9) as writer:
+        connection = writer.add_connection("/scene", kind, typestore=store)
+        for i in range(60):
+            t_ns = round((1_000.0 + i) * 1e9)
+            if i % 10 == 3:  # a string whose bytes are not UTF-8
+                raw = bytearray(store.serialize_cdr(store.types[kind](data="ab cd"), kind))
+                raw[raw.index(b"ab cd") + 1] = 0xFF
+                writer.write(connection, t_ns, bytes(raw))
+                bad_utf8 += 1
+                continue
+            text = f"scene {i} \x00 hidden" if i % 10 == 7 else f"a kitchen scene number {i}"
+            bad_nul += "\x00" in text
+            if "\x00" not in text:
+                good.append(text)
+            writer.write(connection, t_ns, store.serialize_cdr(store.types[kind](data=text), kind))
+    config = BridgeConfig.build(
+        {
+            "memory_dir": str(tmp_path / "mem"),
+            "layers": [SCENE],
+            "trigger": {"topic": "/scene"},
+        }
+    )
+    memory = build(tmp_path / "mem", minilm)
+    replayed = replay_bag(bag, config, memory, progress=False)
+    memory.close()
+    assert replayed.undecodable == bad_utf8
+    assert replayed.stats.dropped_error == bad_nul
+    reopened = build(tmp_path / "mem", minilm)
+    try:
+        found = reopened.store.observations_in_time(None, None, layer="scene", limit=1000)
+        assert sorted(o.text for o in found) == sorted(good)
+        assert reopened.rejected_observations == 0
+    finally:
+        reopened.close()
+    line = (
+        f"poison, bag replay: {len(good) + bad_utf8 + bad_nul} messages, {bad_utf8} not UTF-8 "
+        f"(undecodable), {bad_nul} with NUL (refused at the door), {len(good)} good ones all "
+        "stored after reopen"
+    )
+    print(line)
+    summary.append(line)
