@@ -72,6 +72,8 @@ KILL_GRACE_S = 0.25
 """The child answers a timed-out statement itself (Kuzu's timeout) or is killed this long after."""
 POLL_S = 0.02
 """How often the parent reads the child's resident memory."""
+DATA_BASE_MB = 512
+"""RLIMIT_DATA of the child beyond Kuzu's reservation and max_memory_mb (its own ~470 MB)."""
 
 _BOOTSTRAP = (
     "import sys, types; package = types.ModuleType('emem_graph'); "
@@ -325,26 +327,35 @@ def locked_message(root: Path) -> str:
 
 
 def child_main(argv: list[str]) -> None:
-    """The child: ``GRAPH_PATH ROOT BUFFER_POOL_MB ENGINE_CHECKS``; one JSON request a line on
-    stdin, one JSON answer a line on stdout."""
+    """The child: ``GRAPH_PATH ROOT BUFFER_POOL_MB ENGINE_CHECKS MAX_MEMORY_MB RESERVE``; one
+    JSON request a line on stdin, one JSON answer a line on stdout."""
     graph_path, root, buffer_pool_mb, engine_checks = (
         Path(argv[0]),
         Path(argv[1]),
         int(argv[2]),
         argv[3] == "1",
     )
+    max_memory_mb, reserve = int(argv[4]), int(argv[5])
     out = sys.stdout
     # No byte to any file (pipes are not files), no core dump; EFBIG instead of a signal.
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # The heap bound that needs no /proc: Kuzu's buffer-pool reservation (``reserve`` bytes of
+    # address space), ~500 MB of Python, Kuzu and pyarrow (measured), then max_memory_mb; an
+    # allocation past it fails (std::bad_alloc: an error, not a crash).
+    data = reserve + ((DATA_BASE_MB + max_memory_mb) << 20)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_DATA, (data, data))
     # What the child reads outside the memory is read now, before Landlock: the schema and the
     # query ensure_schema runs (read_cypher caches them).
     read_cypher("schema", "graph")
     read_cypher("queries", "get_memory_info")
     try:
         abi = _restrict_self(root)
-        graph = GraphDB(graph_path, read_only=True, buffer_pool_mb=buffer_pool_mb)
+        graph = GraphDB(
+            graph_path, read_only=True, buffer_pool_mb=buffer_pool_mb, max_db_size=reserve
+        )
     except DatabaseLockedError:
         _send(out, _error_document(DatabaseLockedError(locked_message(root))))
         return
@@ -528,6 +539,8 @@ class CypherSandbox:
                 str(self.root),
                 str(buffer_pool_mb),
                 "1" if self.engine_checks else "0",
+                str(self.max_memory_mb),
+                str(_reservation(self.graph_path)),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -632,6 +645,20 @@ class CypherSandbox:
             f"the Cypher sandbox process ended {when} ({how}); nothing was written"
             + (f": {' / '.join(tail)}" if tail else "")
         )
+
+
+def _reservation(graph_path: Path) -> int:
+    """The address space Kuzu may reserve for the graph's buffer pool (max_db_size): a power of
+    two at least twice the graph's files, at least 1 GB."""
+    size = sum(
+        path.stat().st_size
+        for path in (graph_path, graph_path.with_name(graph_path.name + ".wal"))
+        if path.is_file()
+    )
+    reserve = 1 << 30
+    while reserve < 2 * size:
+        reserve <<= 1
+    return reserve
 
 
 def _resident_mb(pid: int) -> float:

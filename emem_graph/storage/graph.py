@@ -23,6 +23,7 @@ from emem_graph.errors import (
     DatabaseLockedError,
     EmemGraphError,
     InvalidInputError,
+    QueryResourceError,
     QueryTimeoutError,
     ReadOnlyQueryError,
     SchemaVersionError,
@@ -116,6 +117,11 @@ def _statement_error(message: str, timeout_s: float) -> EmemGraphError:
         return InvalidInputError(
             "give one Cypher statement at a time (Kuzu found several; a procedure such as "
             "create_fts_index that Kuzu expands into several cannot run here either)"
+        )
+    if "bad_alloc" in message:  # the sandbox's RLIMIT_DATA, or the machine's memory
+        return QueryResourceError(
+            "the query needed more memory than this process may take and was stopped; narrow "
+            "it (LIMIT, smaller range() or lists) or give a larger --max-memory-mb"
         )
     if message.strip() == "Interrupted.":
         return QueryTimeoutError(
@@ -332,7 +338,9 @@ class GraphDB:
     a lock. Reads run on a connection owned by the calling thread and see committed data.
     """
 
-    def __init__(self, path: Path, *, read_only: bool = False, buffer_pool_mb: int = 0) -> None:
+    def __init__(
+        self, path: Path, *, read_only: bool = False, buffer_pool_mb: int = 0, max_db_size: int = 0
+    ) -> None:
         self.path = path
         self.read_only = read_only
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -342,9 +350,13 @@ class GraphDB:
         claim = open_registry.claim(path, read_only=read_only)
         self._release = weakref.finalize(self, claim.release)
         try:
-            # buffer_pool_mb: 0 is Kuzu's default (80% of RAM); the Cypher sandbox bounds it.
+            # buffer_pool_mb, max_db_size (the address space Kuzu reserves for its buffer
+            # pool): 0 is Kuzu's default (80% of RAM, 8 TB); the Cypher sandbox bounds both.
             self._db = kuzu.Database(
-                str(path), read_only=read_only, buffer_pool_size=buffer_pool_mb << 20
+                str(path),
+                read_only=read_only,
+                buffer_pool_size=buffer_pool_mb << 20,
+                max_db_size=max_db_size or 1 << 43,
             )
         except BaseException as exc:
             self._release()

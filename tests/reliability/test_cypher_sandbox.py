@@ -31,6 +31,7 @@ from emem_graph.errors import (
     QueryTimeoutError,
 )
 from emem_graph.explore import cypher as cypher_module
+from emem_graph.explore import sandbox as sandbox_module
 from emem_graph.explore.cypher import run_cypher, run_named_query
 from emem_graph.explore.sandbox import (
     CypherSandbox,
@@ -353,6 +354,22 @@ def test_a_memory_bomb_is_stopped_below_the_bound(place: Place) -> None:
         CypherSandbox(place.memory, max_memory_mb=10)
 
 
+def test_rlimit_data_alone_stops_a_memory_bomb(
+    place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parent's /proc poll switched off (as where there is no /proc): the child's
+    RLIMIT_DATA makes the allocation fail, the child answers and keeps serving."""
+    monkeypatch.setattr(sandbox_module, "_resident_mb", lambda pid: 0.0)
+    with CypherSandbox(place.memory, max_memory_mb=512) as sandbox:
+        pid = sandbox.pid
+        started = time.monotonic()
+        with pytest.raises(QueryResourceError, match="more memory"):
+            sandbox.run(BIND_BOMB, limit=5, timeout_s=60)
+        MEASURED["rlimit_data_s"] = round(time.monotonic() - started, 2)
+        assert sandbox.run("RETURN 1 AS one", limit=5, timeout_s=30).rows == [[1]]
+        assert sandbox.pid == pid  # the same child: no kill was needed
+
+
 def test_the_live_timeout_answers_and_a_tool_call_is_not_held_up(
     live: Callable[..., ServiceDispatcher],
 ) -> None:
@@ -411,7 +428,8 @@ def test_sandbox_overhead(place: Place, summary: list[str]) -> None:
         f"statement {sandboxed * 1000:.1f} ms vs {direct * 1000:.1f} ms in-process "
         f"({sandboxed / max(direct, 1e-6):.1f}x); timeout overshoot "
         f"{MEASURED.get('timeout_overshoot_s')} s; memory kill at "
-        f"{MEASURED.get('memory_kill_mb')} MB (bound 512) after {MEASURED.get('memory_kill_s')} s; "
+        f"{MEASURED.get('memory_kill_mb')} MB (bound 512) after {MEASURED.get('memory_kill_s')} s, "
+        f"by RLIMIT_DATA alone after {MEASURED.get('rlimit_data_s')} s; "
         f"live timeout answered in {MEASURED.get('live_timeout_s')} s, a concurrent tool call in "
         f"{MEASURED.get('tool_wait_s')} s"
     )
