@@ -185,6 +185,50 @@ def test_the_lexer_reads_statements_as_kuzu_does(kz: Any, scale, summary) -> Non
     summary.append(line)
 
 
+name_chars = st.characters(
+    categories=["Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Nd", "Nl", "Pc", "Pd", "Sc", "Cf", "Zs"],
+    exclude_characters=";",
+)
+
+
+def test_names_end_where_kuzu_ends_them(kz: Any, scale, summary) -> None:
+    """``RETURN 1 AS <name>`` with generated unicode names (letters, marks, digits, connector
+    and currency symbols, dashes, format characters, spaces): when Kuzu runs it, the lexer read
+    the same single name. A name the lexer refuses while Kuzu takes it is an over-refusal (a
+    Unicode table difference): counted, never a statement read differently."""
+    seen = {"tried": 0, "ran": 0, "over_refused": 0}
+
+    @settings(
+        max_examples=scale.hostile_examples * 2,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(name=st.text(name_chars, min_size=1, max_size=4))
+    def run(name: str) -> None:
+        seen["tried"] += 1
+        text = f"RETURN 1 AS {name}"
+        ran, results = run_kuzu(kz, text)
+        seen["ran"] += ran
+        try:
+            code = code_tokens(tokenize(text))
+        except CypherLexError:
+            seen["over_refused"] += ran
+            return
+        if ran:
+            assert [t.kind for t in code] == ["word", "number", "word", "word"], text
+            assert results[0][0] == [code[3].text], f"the name differs: {text!r}"
+
+    run()
+    assert seen["ran"] > 0
+    line = (
+        f"cypher lexer names vs Kuzu ({scale.label()}): {seen['tried']} unicode names, "
+        f"{seen['ran']} taken by Kuzu and read as the same name, {seen['over_refused']} "
+        "refused by the lexer only (safe side), 0 read differently"
+    )
+    print(line)
+    summary.append(line)
+
+
 @pytest.mark.parametrize(
     ("text", "value"),
     [
@@ -543,14 +587,14 @@ def test_tokenizing_is_linear_on_pathological_text(summary) -> None:
         for size in (MAX_CYPHER_CHARS // 10, MAX_CYPHER_CHARS):
             text = ("RETURN " + pattern * size)[:size]
             best = float("inf")
-            for _ in range(2):  # the best of two: the machine is shared
-                started = time.perf_counter()
+            for _ in range(3):  # CPU time, the best of three: the machine is shared
+                started = time.process_time()
                 with contextlib.suppress(CypherLexError):
                     tokenize(text)
-                best = min(best, time.perf_counter() - started)
+                best = min(best, time.process_time() - started)
             timings.append(best)
         worst = max(worst, timings[1])
-        ratios.append(timings[1] / max(timings[0], 0.01))  # below 10 ms is noise
+        ratios.append(timings[1] / max(timings[0], 0.02))  # below 20 ms is noise
     assert worst < 5.0, f"tokenizing 100,000 characters took {worst:.2f} s"
     assert max(ratios) < 30, f"time grew {max(ratios):.0f}x for 10x the text"
     line = (
