@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from emem_graph import validation
 from emem_graph.consolidation import reads
 from emem_graph.consolidation.extractive import Embed
 from emem_graph.consolidation.gists import GistTexts, add_gist, build_gist, split_at_gaps
@@ -36,6 +37,9 @@ def cluster_observations(
 ) -> list[list[Observation]]:
     """Groups of at least ``min_samples`` observations that are close in space (HDBSCAN on
     x, y) and in time (no gap longer than ``window``); the rest is noise and left out."""
+    # Positions an older version stored beyond validation.MAX_COORDINATE are noise here:
+    # their distances overflow to inf, on which HDBSCAN's Boruvka tree never finishes.
+    observations = [o for o in observations if validation.in_bounds(o.x, o.y)]
     if len(observations) < min_samples:
         return []
     import hdbscan  # slow to import (numba); only needed here

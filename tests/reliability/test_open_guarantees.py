@@ -249,9 +249,13 @@ def test_a_memory_holding_huge_stored_positions_opens_and_answers_every_tool(
         try:
             mem.catch_up()
             tools = _every_tool_answers(mem)
-            mem.consolidate_time_window()
+            clock[0] += 7200.0  # the legacy rows are past consolidation_window: HDBSCAN runs
+            assert mem.consolidate_time_window() is not None
+            assert mem.maintenance() >= 0
             assert mem.rebuild_places() > 0
-            mem.add("a new chair", 2.0, 2.0)
+            mem.add("a new red chair", 2.0, 2.0)
+            mem.add_entity("chair 0", 2.0, 2.0)  # merges against the legacy entities
+            mem.extract_entities()
             mem.catch_up()
         finally:
             mem.close()
