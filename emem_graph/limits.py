@@ -158,7 +158,8 @@ def check_depth(value: Any, what: str, limit: int = MAX_JSON_DEPTH) -> None:
 
 def json_depth(text: str) -> int:
     """The deepest nesting of arrays and objects in JSON ``text`` (strings skipped), found
-    without parsing it; for text that is not JSON the count is meaningless but finite."""
+    without parsing it; for text that is not JSON the count is meaningless but finite. The
+    scan stops once the nesting passes MAX_JSON_DEPTH (returning that depth)."""
     if text.count("[") + text.count("{") <= 1:
         return 1 if "[" in text or "{" in text else 0
     depth = deepest = 0
@@ -175,7 +176,10 @@ def json_depth(text: str) -> int:
             in_string = True
         elif char in "[{":
             depth += 1
-            deepest = max(deepest, depth)
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_JSON_DEPTH:
+                    return deepest  # deeper than any limit: no need to read on
         elif char in "]}":
             depth -= 1
     return deepest
