@@ -31,7 +31,7 @@ from emem_graph.gate import CallGate, while_open
 from emem_graph.ingest.buffer import IngestBuffer
 from emem_graph.ingest.embeddings import EmbeddingProvider, make_embedder
 from emem_graph.ingest.rejected import RejectedRows
-from emem_graph.models import AGENT_NOTE, INTEROCEPTION, Episode, Observation
+from emem_graph.models import AGENT_NOTE, INTEROCEPTION, Entity, Episode, Observation
 from emem_graph.retrieval.tools import RetrievalTools
 from emem_graph.storage.store import MemoryStore
 
@@ -145,6 +145,7 @@ class SpatioTemporalMemory:
         self._capabilities.append(self.profile)
         self._rejected = RejectedRows(self._store.root)
         self._set_aside_ids: set[str] = set()
+        self._consolidation.resolver.set_aside = self._set_aside_entity
         self._buffer: IngestBuffer[_Pending | _EntitySighting] = IngestBuffer(
             self._write_batch,
             clock=self._clock,
@@ -568,6 +569,23 @@ class SpatioTemporalMemory:
             error,
         )
 
+    def _set_aside_entity(self, entity: Entity, error: BaseException) -> None:
+        # An entity change the graph refuses alone (EntityResolver) is kept like a row.
+        try:
+            self._rejected.keep("entity", entity.model_dump(), error, self._clock())
+        except OSError as exc:
+            raise StorageError(
+                f"entity {entity.id} cannot be written ({error}) and cannot be set aside in "
+                f"{self._rejected.path} ({exc}); it stays staged: free the disk or fix the "
+                "directory's permissions"
+            ) from exc
+        log.warning(
+            "entity %s set aside in %s (it cannot be written: %s)",
+            entity.id,
+            self._rejected.path,
+            error,
+        )
+
     def _probe_storage(self) -> None:
         # Content-free: the embedder (past the cache) and a graph write transaction. When
         # these fail, a failed batch is the storage's fault and no row is set aside.
@@ -577,8 +595,8 @@ class SpatioTemporalMemory:
 
     @property
     def rejected_observations(self) -> int:
-        """Observations set aside in ``rejected.jsonl`` of the memory's directory (accepted at
-        the door, then refused by the store; over every session)."""
+        """Rows set aside in ``rejected.jsonl`` of the memory's directory: observations (and
+        entity changes) accepted at the door, then refused by the store; over every session."""
         return self._rejected.count()
 
     def _write_observations(self, batch: list[_Pending]) -> None:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,7 @@ import numpy as np
 from emem_graph.consolidation import names, reads
 from emem_graph.consolidation.detections import is_detection_text
 from emem_graph.consolidation.extractive import Embed
+from emem_graph.errors import StorageError
 from emem_graph.models import Entity
 from emem_graph.storage.changes import GraphChange
 from emem_graph.storage.records import entity_params, entity_vector
@@ -148,6 +149,9 @@ class EntityResolver:
         self._dirty: set[str] = set()
         self._staged_links: dict[tuple[str, str], float] = {}
         self._staged_together: dict[str, tuple[set[str], float]] = {}
+        self.set_aside: Callable[[Entity, BaseException], None] | None = None
+        """Keeps an entity the graph cannot write (durably, or raises); None: a failed
+        flush stays staged whole and is retried."""
 
     def resolve(self, sightings: Sequence[Sighting], *, stage: bool = False) -> list[str]:
         """Merge or create an entity per sighting; returns the entity id of each sighting, in
@@ -210,7 +214,12 @@ class EntityResolver:
                 return 0
             table = self._loaded()
             dirty = [table[i] for i in self._dirty]
-            self._store.apply(self._change(dirty, self._staged_links, self._staged_together))
+            try:
+                self._store.apply(self._change(dirty, self._staged_links, self._staged_together))
+            except StorageError as exc:
+                if self.set_aside is None:
+                    raise
+                return self._flush_apart(dirty, exc)
             for tracked in dirty:
                 tracked.new = False
                 tracked.changed = False
@@ -218,6 +227,52 @@ class EntityResolver:
             self._staged_links.clear()
             self._staged_together.clear()
             return len(dirty)
+
+    def _flush_apart(self, dirty: list[_Tracked], error: StorageError) -> int:
+        """After a failed flush: when the graph takes a write at all, write each entity on
+        its own and set aside those that fail alone (never retried in front of the others).
+
+        Raises:
+            StorageError: the graph takes no write (everything stays staged), or an entity
+                could not be set aside (it stays staged).
+        """
+        self._store.check_writable()
+        written = 0
+        failed: list[tuple[_Tracked, StorageError]] = []
+        for tracked in dirty:
+            entity_id = tracked.entity.id
+            links = {k: c for k, c in self._staged_links.items() if k[0] == entity_id}
+            try:
+                self._store.apply(self._change([tracked], links, {}))
+            except StorageError as refused:
+                failed.append((tracked, refused))
+                continue
+            tracked.new = tracked.changed = False
+            self._dirty.discard(entity_id)
+            for key in links:
+                del self._staged_links[key]
+            written += 1
+        if failed:
+            self._store.check_writable()  # failing since the first write: the storage
+        assert self.set_aside is not None
+        for tracked, why in failed:
+            self.set_aside(tracked.entity, why)
+            entity_id = tracked.entity.id
+            self._dirty.discard(entity_id)
+            for key in [k for k in self._staged_links if k[0] == entity_id]:
+                del self._staged_links[key]
+        # Co-occurrence among the entities written; a set-aside entity's in-memory state is
+        # dropped: the table is read again from the graph (the truth) on the next use.
+        kept = {t.entity.id for t in dirty} - {t.entity.id for t, _ in failed}
+        together = {
+            o: (members & kept, seen) for o, (members, seen) in self._staged_together.items()
+        }
+        self._store.apply(self._change([], {}, together))
+        self._staged_together.clear()
+        if failed:
+            self._table = None
+            self._grid = _Grid(self.radius)
+        return written
 
     @property
     def staged(self) -> int:

@@ -646,3 +646,47 @@ def test_a_bag_with_bad_messages_replays_every_good_one(
     )
     print(line)
     summary.append(line)
+
+
+def test_an_entity_the_graph_cannot_write_is_set_aside_and_the_others_land(
+    tmp_path: Path, minilm: Any, monkeypatch: pytest.MonkeyPatch, summary: list[str]
+) -> None:
+    """An entity change the graph refuses (the store's write made to fail for that one
+    entity) used to stay staged in front of every later entity write, flush and close
+    raising; now the others are written, it is set aside in rejected.jsonl, and later
+    sightings still merge and land."""
+    path = tmp_path / "mem"
+    memory = build(path, minilm)
+    store = memory._store
+    apply = store.apply
+
+    def refusing(change: Any) -> None:
+        for step in change.steps:
+            if any(row.get("name") == "cursed chair" for row in step.each or ()):
+                raise StorageError("graph query create_entity failed: refused for the test")
+        apply(change)
+
+    monkeypatch.setattr(store, "apply", refusing)
+    good = [memory.add_entity(f"box {i}", 10.0 * i, 0.0) for i in range(6)]
+    bad = memory.add_entity("cursed chair", 100.0, 100.0)
+    good += [memory.add_entity(f"lamp {i}", 10.0 * i, 50.0) for i in range(6)]
+    memory.flush()  # does not raise
+    assert memory.rejected_observations == 1
+    kept = json.loads((path / REJECTED_FILE).read_text(encoding="ascii"))
+    assert (kept["kind"], kept["row"]["id"]) == ("entity", bad)
+    again = memory.add_entity("box 0", 0.5, 0.0)  # merges with the stored box 0
+    assert again == good[0]
+    memory.close()
+    reopened = build(path, minilm)
+    try:
+        assert all(reopened.store.get_entity(e) is not None for e in good)
+        assert reopened.store.get_entity(bad) is None
+        assert reopened.store.get_entity(good[0]).observation_count == 2  # type: ignore[union-attr]
+    finally:
+        reopened.close()
+    line = (
+        f"poison, an entity the graph refuses: set aside, {len(good)} other entities written, "
+        "later sightings merge, reopen clean"
+    )
+    print(line)
+    summary.append(line)
