@@ -20,6 +20,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from tqdm import tqdm
 
+from emem_graph import validation
 from emem_graph.errors import InvalidInputError
 from emem_graph.explore.map_drawing import (
     Bounds,
@@ -261,22 +262,30 @@ def _read(
         gists = graph.query("map_gists", {**params, **layer_filter})
         topology, route_length = _read_topology(graph, route) if with_places else (None, None)
     source = table.column("source_type").to_numpy(zero_copy_only=False)
+    # Positions an older version stored beyond validation.MAX_COORDINATE are drawn at the
+    # bound: matplotlib refuses infinite axis limits (the map failed for the whole memory).
+    bound, clamp = validation.MAX_COORDINATE, validation.clamp_coordinate
     return _Selection(
         observations=ObservationColumns(
-            x=table.column("x").to_numpy().astype(np.float64),
-            y=table.column("y").to_numpy().astype(np.float64),
+            x=np.clip(
+                np.nan_to_num(table.column("x").to_numpy().astype(np.float64)), -bound, bound
+            ),
+            y=np.clip(
+                np.nan_to_num(table.column("y").to_numpy().astype(np.float64)), -bound, bound
+            ),
             t=table.column("timestamp").to_numpy().astype(np.float64),
             layer=table.column("layer").to_numpy(zero_copy_only=False).astype(object),
             perception=(source != INTEROCEPTION) & (source != AGENT_NOTE),
         ),
         body_state=int((source == INTEROCEPTION).sum()),
         entities=[
-            MapEntity(e["name"], e["x"], e["y"], int(e["observation_count"] or 0)) for e in entities
+            MapEntity(e["name"], clamp(e["x"]), clamp(e["y"]), int(e["observation_count"] or 0))
+            for e in entities
         ],
         gists=[
             MapGist(
-                g["x"],
-                g["y"],
+                clamp(g["x"]),
+                clamp(g["y"]),
                 float(g["radius"] or 0.0),
                 g["extent_wkt"],
                 g["layer"],
@@ -298,8 +307,8 @@ def _read_topology(
     places nearest the route's two points."""
     rows = graph.query("spatial_places")
     ids = [row["id"] for row in rows]
-    xs = np.array([float(row["x"]) for row in rows])
-    ys = np.array([float(row["y"]) for row in rows])
+    xs = np.array([validation.clamp_coordinate(float(row["x"])) for row in rows])
+    ys = np.array([validation.clamp_coordinate(float(row["y"])) for row in rows])
     where = {place: i for i, place in enumerate(ids)}
     segments = [
         ((xs[where[e["a"]]], ys[where[e["a"]]]), (xs[where[e["b"]]], ys[where[e["b"]]]))

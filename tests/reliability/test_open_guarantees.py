@@ -44,6 +44,7 @@ from emem_graph.errors import (
     DatabaseLockedError,
     EmbeddingDimensionError,
 )
+from emem_graph.explore.mapping import render_map
 from emem_graph.explore.readonly import ReadOnlyMemory
 from emem_graph.retrieval.schemas import ALL_SCHEMAS
 from emem_graph.storage import open_registry
@@ -261,6 +262,8 @@ def test_a_memory_holding_huge_stored_positions_opens_and_answers_every_tool(
             mem.close()
     with ReadOnlyMemory(path) as reader:
         assert reader.info["embedding_dim"] == "384"
+    render_map(path, tmp_path / "map.png", progress=False, places=True)  # drawn at the bound
+    assert (tmp_path / "map.png").stat().st_size > 0
     line = (
         f"coordinates: a memory holding {len(LEGACY_VALUES)} positions up to 1e308 (older "
         f"version) opened twice, caught up, {tools} tools answered, 0 exceptions"
