@@ -96,6 +96,16 @@ def report_damage(root: Path, what: str, action: str, *, counter: str | None = N
     """
     log.warning("memory %s: %s; %s", root, what, action)
     record = read_health(root)
+    try:
+        _read_json(root / HEALTH_FILE)
+    except ValueError as exc:  # read_health read it as empty: say that its counts restart
+        record["reports"].append(
+            {
+                "time": time.time(),
+                "what": f"{HEALTH_FILE} was unreadable ({exc})",
+                "action": "its counters restarted from this report",
+            }
+        )
     record["damage_reports"] += 1
     if counter is not None:
         record[counter] += 1

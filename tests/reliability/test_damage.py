@@ -285,6 +285,20 @@ def test_wal_loss_reported_without_mark(seeds: dict[str, Path], tmp_path: Path) 
     assert read_health(memory)["graph_losses"] == 1
 
 
+def test_damaged_health_record(seeds: dict[str, Path], tmp_path: Path) -> None:
+    """A garbled health.json reads as empty (stats still answer) and the next report says its
+    counts restarted."""
+    memory = tmp_path / "mem"
+    shutil.copytree(seeds["closed"], memory)
+    (memory / "health.json").write_bytes(os.urandom(100))
+    assert memory_stats(memory).health["vector_rebuilds"] == 0
+    damage(_first(memory, f"{LANCE}/data/*.lance"), "half")
+    _open(memory).close()
+    health = read_health(memory)
+    assert health["vector_rebuilds"] == 1
+    assert any("health.json was unreadable" in r["what"] for r in health["reports"])
+
+
 def test_vector_directory_removed(seeds: dict[str, Path], tmp_path: Path) -> None:
     """The whole vectors directory gone (or moved away by hand): rebuilt from the graph."""
     memory = tmp_path / "mem"
