@@ -90,6 +90,18 @@ def claim(path: Path, *, read_only: bool) -> Claim:
         return Claim(key)
 
 
+def _forget_in_child() -> None:
+    # A forked child holds none of its parent's databases (Kuzu's file locks are not
+    # inherited): its claims start empty, and a fresh lock for the registry.
+    global _lock
+    _lock = threading.Lock()
+    _held.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
+
+
 def held_count() -> int:
     """How many graph database files this process holds open (for tests)."""
     with _lock:
