@@ -19,6 +19,7 @@ from emem_graph.errors import InvalidInputError, ReadOnlyQueryError
 from emem_graph.explore.lexer import Token, code_tokens, tokenize
 
 __all__ = [
+    "MAX_CASE_DEPTH",
     "MAX_CODE_TOKENS",
     "MAX_NESTING_DEPTH",
     "READ_TABLE_FUNCTIONS",
@@ -31,10 +32,15 @@ MAX_NESTING_DEPTH = 40
 """The deepest nesting of ( [ { accepted: Kuzu's parser recurses on each level, takes time
 that grows steeply with depth, and crashes the process (SIGSEGV) near 3,000 levels."""
 
-MAX_CODE_TOKENS = 5_000
+MAX_CASE_DEPTH = 8
+"""The deepest nesting of CASE ... END accepted: Kuzu's parse time doubles or so with each
+level (16 levels took 1 s, 20 took 9 s, 50 did not end in 2 minutes, 800 crashed it)."""
+
+MAX_CODE_TOKENS = 2_000
 """The most tokens (whitespace and comments aside) in a statement: Kuzu's parser takes time
-that grows faster than linearly with long operator chains (``1 + 1 + ...``: 2,000 terms took
-2 s) and its timeout does not cover parsing. The store's own queries use a few hundred."""
+that grows faster than linearly with long operator chains (``1 + 1 + ...``: 1,000 terms took
+0.6 s, 2,000 took 2 s) and its timeout does not cover parsing. The store's own queries use
+at most 390."""
 
 _FIRST_WORDS = ("MATCH", "OPTIONAL", "UNWIND", "WITH", "RETURN", "CALL")
 _PREFIXES = ("EXPLAIN", "PROFILE")
@@ -164,7 +170,17 @@ def statements_of(cypher: str) -> list[list[Token]]:
 
 def _check_depth(code: list[Token]) -> None:
     depth = 0
-    for token in code:
+    cases = 0
+    for index, token in enumerate(code):
+        if token.kind == "word" and not (index and code[index - 1].text in (".", "$")):
+            word = token.text.upper()
+            cases += (word == "CASE") - (word == "END")
+            if cases > MAX_CASE_DEPTH:
+                raise InvalidInputError(
+                    f"the statement nests CASE deeper than {MAX_CASE_DEPTH} levels (at offset "
+                    f"{token.start}); Kuzu's parser takes exponential time on nested CASE: "
+                    "flatten it (one CASE takes many WHEN branches)"
+                )
         if token.kind != "punct":
             continue
         if token.text in "([{":
