@@ -369,6 +369,8 @@ class GraphDB:
                     f"graph database {path} is open {holder} in another process (Kuzu lets one "
                     "process hold a database read-write and no other process open it meanwhile)"
                 ) from exc
+            if "Cannot open file" in str(exc):  # the system refused (read-only, permissions)
+                raise StorageError(f"cannot open graph database {path}: {exc}") from exc
             # Kuzu's words for a damaged file: "not a valid Kuzu database file", "Reading past
             # the end of the file"...: the graph is the truth, only a backup brings it back.
             raise DamagedMemoryError(
