@@ -1015,9 +1015,15 @@ Listener = Callable[[Sequence[VectorRow], np.ndarray | None, Sequence[str]], Non
 rows of the values LanceDB holds), or with the ids of a committed delete."""
 
 
-def _damaged(path: Path, exc: BaseException) -> VectorStoreDamagedError:
+_REFUSALS = ("Permission denied", "Read-only file system", "No space left")
+"""Lance's words for the system refusing a file: not damage, nothing to move aside."""
+
+
+def _damaged(path: Path, exc: BaseException) -> StorageError:
     """The error for a vector table Lance cannot read (its message cut to one line)."""
     detail = " ".join(str(exc).split())[:300]
+    if any(words in detail for words in _REFUSALS):
+        return StorageError(f"cannot open vector store {path}: {detail}")
     return VectorStoreDamagedError(
         f"the vector table at {path} is damaged ({type(exc).__name__}: {detail}); open the "
         "memory read-write once to rebuild it from the graph"
