@@ -355,7 +355,23 @@ def smuggled(draw: st.DrawFn) -> str:
         text = draw(trick_text) + text
     if draw(st.booleans()):
         text = text + draw(st.sampled_from([" ", ";", "\n", "\r\n", "/**/", "//"]))
+    if draw(st.booleans()):  # any whitespace Kuzu takes, or a comment, between the words
+        text = text.replace(" ", draw(st.sampled_from(SPACES)))
+    if draw(st.booleans()):  # keywords in mixed case
+        rng = draw(st.randoms(use_true_random=False))
+        text = KEYWORD.sub(
+            lambda m: "".join(c.upper() if rng.random() < 0.5 else c.lower() for c in m[0]),
+            text,
+        )
     return text
+
+
+SPACES = ["\u2028", "\u00a0", "\u3000", "\t", "\x0b", "\x1c", "/**/", "/* **/ */", "\r\n"]
+KEYWORD = re.compile(
+    r"\b(CREATE|MATCH|SET|DELETE|DETACH|MERGE|COPY|LOAD|FROM|CALL|RETURN|EXPORT|DATABASE|"
+    r"UNWIND|WITH|EXPLAIN|PROFILE|UNION|ALL|AS)\b",
+    re.IGNORECASE,
+)
 
 
 def test_whatever_the_guard_accepts_does_not_write_read_files_or_change_settings(
@@ -651,3 +667,48 @@ def test_guard_words_are_all_kuzu_keywords_or_remove() -> None:
         for spelled in (word, word.lower(), word.title()):
             with pytest.raises(ReadOnlyQueryError, match=word):
                 check_read_only(f"MATCH (n)\u00a0{spelled} n")
+
+
+# --- the old guard's holes -------------------------------------------------------------------
+
+# The guard before issue 19: comments and strings blanked by regexes, then a deny-list of first
+# words and LOAD anywhere. Kept here only to show that the statements below got through it.
+_OLD_NOT_CODE = re.compile(
+    r"//[^\n]*|/\*.*?\*/|'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"|`[^`]*`", re.DOTALL
+)
+_OLD_FIRST = {"COPY", "EXPORT", "IMPORT", "INSTALL", "UNINSTALL", "ATTACH", "DETACH", "USE"}
+
+
+def _old_guard_accepts(statement: str) -> bool:
+    code = _OLD_NOT_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), statement)
+    words = [w.upper() for w in re.findall(r"[A-Za-z_]+", code)[:3]]
+    while words and words[0] in ("EXPLAIN", "PROFILE"):
+        words.pop(0)
+    first = words[0] if words else ""
+    return first not in _OLD_FIRST and not re.search(r"\bLOAD\b", code, re.IGNORECASE)
+
+
+def test_the_old_guards_holes_were_real_and_are_closed(tmp_path: Path) -> None:
+    """``/* **/`` does not end a comment for Kuzu, so text the old regexes took for a comment
+    followed by a string was code to Kuzu: it read a file, wrote one and changed a setting.
+    Each such statement is shown to do so on a scratch database, and is refused now."""
+    marker = "SECRET-b41d"
+    secret = tmp_path / "secret.csv"
+    secret.write_text(f"{marker}\n")
+    leak = tmp_path / "leak.csv"
+    connection = kuzu.Connection(kuzu.Database(str(tmp_path / "scratch.kuzu")))
+    holes = {
+        "reads a file": f"UNWIND [1] AS x /* **/ 'x */ LOAD FROM '{secret}' RETURN * // '",
+        "writes a file": f"/* **/ 'x */ COPY (RETURN 1) TO '{leak}' // '",
+        "changes a setting": "/* **/ 'x */ CALL threads=1 // '",
+    }
+    threads = run_kuzu(connection, "CALL current_setting('threads') RETURN *")[1]
+    for what, statement in holes.items():
+        assert _old_guard_accepts(statement), what
+        with pytest.raises(ReadOnlyQueryError):
+            check_read_only(statement)
+        ran, _ = run_kuzu(connection, statement)
+        assert ran, f"Kuzu did not run the statement that {what}"
+    assert marker in repr(run_kuzu(connection, holes["reads a file"])[1])
+    assert leak.exists()
+    assert run_kuzu(connection, "CALL current_setting('threads') RETURN *")[1] != threads
