@@ -27,9 +27,8 @@ from emem_graph.errors import (
     MemoryClosedError,
     QueryResourceError,
     QueryTimeoutError,
-    ReadOnlyQueryError,
 )
-from emem_graph.explore.cypher import check_statement, cypher_code, format_result, query_graph
+from emem_graph.explore.cypher import check_statement, format_result, query_graph
 from emem_graph.explore.sandbox import check_live_bounds
 from emem_graph.profile import schemas as _profile_schemas  # noqa: F401  (issue 10: registers user_profile)
 from emem_graph.retrieval.formatting import collect_records, record_fields
@@ -378,12 +377,9 @@ class ServiceDispatcher:
             )
         cypher = _text_field(spec.srv_type, request, "cypher")
         params = _json_object(spec.srv_type, "params_json", request)
-        if _LOAD.search(cypher_code(cypher)):
-            raise ReadOnlyQueryError(
-                "Query: LOAD statements are refused here (they read files or extensions on the "
-                "robot); query the memory's tables"
-            )
-        # Before anything binds it: EXPLAIN (the plan check) folds constants too.
+        # The allow-list (check_read_only, inside check_statement) refuses LOAD and every other
+        # file, write or setting form. Checked before anything binds the statement: EXPLAIN
+        # (the plan check) folds constants too.
         check_statement(cypher, params, limit=self.settings.query_row_limit)
         check_live_bounds(cypher)
         limit = self.settings.query_row_limit
@@ -511,7 +507,6 @@ _STORED = re.compile(r"^Stored memory (\S+) in \[")
 _LOCATION = re.compile(
     r"^Location: \((-?[\d.]+), (-?[\d.]+), (-?[\d.]+)\)\nRadius: (-?[\d.]+)m", re.MULTILINE
 )
-_LOAD = re.compile(r"\bLOAD\b", re.IGNORECASE)
 _MISSING = object()
 
 

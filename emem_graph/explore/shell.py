@@ -190,7 +190,10 @@ class _Session:
 
 
 def _ends_statement(text: str) -> bool:
-    return cypher_code(text).rstrip().endswith(";")
+    try:
+        return cypher_code(text).rstrip().endswith(";")
+    except EmemGraphError:  # unreadable or over the length bound: run it, to print the refusal
+        return True
 
 
 def _words(text: str) -> list[str]:

@@ -183,6 +183,18 @@ def test_the_shell_refuses_every_escape_and_settings_stay(place: Place) -> None:
     assert _threads(place) == before
 
 
+def test_the_shell_answers_an_endless_statement_with_one_error_and_goes_on(place: Place) -> None:
+    # A statement never ended by ';' grows past the length bound: one error line, then the
+    # shell runs the next statement (no exception escapes the loop).
+    script = "RETURN 1 +\n" + ("1 + " * 30_000 + "\n") + "\nRETURN 7 AS seven;\n"
+    out, err = io.StringIO(), io.StringIO()
+    shell(place.memory, stdin=io.StringIO(script), stdout=out, stderr=err, output="csv")
+    errors = err.getvalue().splitlines()
+    assert len(errors) == 1 and errors[0].startswith("error: ")
+    assert out.getvalue().splitlines()[-1] == "7"
+    assert place.untouched()
+
+
 def _emem_graph() -> list[str]:
     script = Path(sys.executable).with_name("emem-graph")
     return [str(script)] if script.exists() else [sys.executable, "-m", "emem_graph.cli"]
