@@ -73,12 +73,27 @@ class Gated(Protocol):
     _gate: CallGate
 
 
+def gate_of(owner: object) -> CallGate:
+    """The gate ``owner``'s calls pass: its own ``_gate`` (the memory), or its host memory's
+    (``_host.in_use()``: a capability shares the memory's gate, so close() waits for its calls
+    and a call from one into the other is reentrant, not counted twice)."""
+    gate = getattr(owner, "_gate", None)
+    if isinstance(gate, CallGate):
+        return gate
+    in_use = getattr(getattr(owner, "_host", None), "in_use", None)
+    if in_use is None:
+        raise TypeError(f"{type(owner).__name__} has no _gate and no _host with in_use()")
+    found: CallGate = in_use()
+    return found
+
+
 def while_open(fn: F) -> F:
-    """Run the method inside its object's ``_gate`` (MemoryClosedError once it is closed)."""
+    """Run the method inside its object's gate (``gate_of``): MemoryClosedError once the
+    memory is closed; close() waits for the calls inside."""
 
     @functools.wraps(fn)
     def call(self: Gated, *args: Any, **kwargs: Any) -> Any:
-        with self._gate:
+        with gate_of(self):
             return fn(self, *args, **kwargs)
 
     return call  # type: ignore[return-value]

@@ -456,6 +456,7 @@ class SpatioTemporalMemory:
         with self._state_lock:
             return None if self._position is None else self._position.copy()
 
+    @while_open
     def get_recent(self, n: int | None = None) -> list[Observation]:
         """The ``n`` most recent observations (default working_memory_size), oldest first."""
         with self._state_lock:

@@ -27,6 +27,7 @@ from emem_graph.areas.formatting import format_area, format_chain, format_walk_c
 from emem_graph.areas.texts import AreaTexts
 from emem_graph.areas.walk import WalkResult, walk
 from emem_graph.errors import ConfigError, InvalidInputError
+from emem_graph.gate import while_open
 from emem_graph.models import INTEROCEPTION, Entity, Gist, Observation
 from emem_graph.retrieval.dispatch import tool_method
 from emem_graph.storage.vectors import VectorFilter
@@ -115,6 +116,7 @@ class AreaMemory:
 
     # --- Capability ----------------------------------------------------------------------------
 
+    @while_open
     def flush_before_tool(self) -> None:
         """Flush the memory, then bring the forest up to date (built on first use)."""
         self.update()
@@ -147,6 +149,7 @@ class AreaMemory:
     def built(self) -> bool:
         return not self._forest.empty
 
+    @while_open
     def build(self) -> BuildReport:
         """Rebuild the whole forest from every observation and level-0 gist (replacing the
         area gists there were). Flushes the memory first."""
@@ -163,6 +166,7 @@ class AreaMemory:
             self._caught_up = True
             return self._report(result, started)
 
+    @while_open
     def update(self) -> BuildReport | None:
         """Add what was written since the last update to the forest (the branches it falls
         in only); builds the forest when there is none yet. None when nothing changed.
@@ -221,6 +225,7 @@ class AreaMemory:
 
     # --- reading -------------------------------------------------------------------------------
 
+    @while_open
     def search(self, query: str, n_walks: int = 3, *, with_leaves: bool = True) -> WalkResult:
         """Walk the forest for ``query`` (see walk.walk); the forest must be up to date."""
         guard = self._guard
@@ -270,6 +275,7 @@ class AreaMemory:
         own = self._forest.leaf_parent
         return [(record, hit.score) for hit, record in hits if own.get(hit.id) == area.id]
 
+    @while_open
     def areas_at(self, x: float, y: float, radius: float) -> list[Area]:
         """Level-1 areas within ``radius`` of (x, y) (containing it when 0), nearest first."""
         found = [

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from emem_graph import validation
 from emem_graph.errors import BackendUnavailableError, InvalidInputError
+from emem_graph.gate import gate_of, while_open
 from emem_graph.profile import grounding, parse
 from emem_graph.profile.llm import ProfileLLM, extract_instruction, profile_llm_for
 from emem_graph.profile.matching import (
@@ -142,6 +143,7 @@ class UserProfile:
 
     # --- Capability ----------------------------------------------------------------------------
 
+    @while_open
     def flush_before_tool(self) -> None:
         """Make every added observation (and entity) visible to the tool about to run."""
         self._host.flush()
@@ -155,6 +157,7 @@ class UserProfile:
 
     # --- the structured API --------------------------------------------------------------------
 
+    @while_open
     def add_object_semantics(
         self,
         user: str,
@@ -184,6 +187,7 @@ class UserProfile:
             raise InvalidInputError("add_object_semantics: give at least one object")
         return self._write(user, instruction, "api")
 
+    @while_open
     def add_user_pattern(
         self,
         user: str,
@@ -235,12 +239,16 @@ class UserProfile:
         Raises:
             InvalidInputError: neither the LLM nor the rules found a fact or routine in it.
         """
-        if not isinstance(instruction, str) or not instruction.strip():
-            raise InvalidInputError("the instruction is empty")
-        if "\x00" in instruction:
-            raise InvalidInputError("the instruction must not contain NUL characters")
-        instruction = validation.plain_text("instruction", instruction)
-        user_key(user)
+        # The LLM is asked outside the memory's gate (close() does not wait on it); only the
+        # checks and the write are inside: a closed memory refuses before the LLM is asked.
+        gate = gate_of(self)
+        with gate:
+            if not isinstance(instruction, str) or not instruction.strip():
+                raise InvalidInputError("the instruction is empty")
+            if "\x00" in instruction:
+                raise InvalidInputError("the instruction must not contain NUL characters")
+            instruction = validation.plain_text("instruction", instruction)
+            user_key(user)
         extracted: Instruction | None = None
         source = "rules"
         if self.llm is not None:
@@ -253,8 +261,10 @@ class UserProfile:
             extracted = parse.parse_instruction(instruction)
         if not extracted.description:
             extracted.description = " ".join(instruction.split())
-        return self._write(user, extracted, source)
+        with gate:
+            return self._write(user, extracted, source)
 
+    @while_open
     def remove(self, user: str, alias: str) -> bool:
         """Forget the knowledge of ``user`` best matching ``alias`` (and the objects and places
         only it used). Returns whether something was removed."""
@@ -270,11 +280,13 @@ class UserProfile:
             self._snapshot = None
             return True
 
+    @while_open
     def knowledge(self, user: str | None = None) -> list[KnowledgeNode]:
         """Every knowledge node (of ``user``), oldest first, patterns in BEFORE order."""
         with self._lock:
             return self._read().knowledge_of(None if user is None else user_key(user))
 
+    @while_open
     def snapshot(self) -> ProfileSnapshot:
         """The whole profile as stored now (users, knowledge, objects, locations)."""
         with self._lock:
@@ -282,6 +294,7 @@ class UserProfile:
 
     # --- retrieval -----------------------------------------------------------------------------
 
+    @while_open
     def search(self, query: str, user: str | None = None, k: int = DEFAULT_K) -> list[ProfileHit]:
         """The ``k`` knowledge nodes best matching a request, best first (see user_profile)."""
         if not isinstance(query, str) or not query.strip():
@@ -337,6 +350,7 @@ class UserProfile:
         known = ", ".join(sorted(users.values())) or "none yet"
         return f"No profile knowledge found for {user}: no user of that name (users: {known})."
 
+    @while_open
     def resolve_concept(self, concept: str) -> str | None:
         """What a personal expression in a locate/recall concept stands for: "my favorite cup"
         -> the grounded entity's name ("yellow cup"), or the object's own phrase when it is not
@@ -371,10 +385,16 @@ class UserProfile:
 
     # --- grounding -----------------------------------------------------------------------------
 
+    @while_open
     def ground(self, *, all_objects: bool = False, only: set[str] | None = None) -> int:
         """Match profile objects to world entities now (the ungrounded ones, or ``all_objects``
         again; only the ids in ``only`` when given). Returns how many objects are grounded
         afterwards among those looked at."""
+        return self._ground(all_objects=all_objects, only=only)
+
+    def _ground(self, *, all_objects: bool = False, only: set[str] | None = None) -> int:
+        # Ungated: the flush thread grounds through _refresh_grounding, also during close()'s
+        # last flush, after the gate refuses new calls.
         with self._lock:
             snapshot = self._read()
             objects = [
@@ -411,9 +431,9 @@ class UserProfile:
             if not signature[0]:
                 return
             if changed:
-                self.ground()
+                self._ground()
             elif written:
-                self.ground(only=written)
+                self._ground(only=written)
 
     # --- internals -----------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from emem_graph.errors import InvalidInputError
+from emem_graph.gate import while_open
 from emem_graph.retrieval.dispatch import tool_method
 from emem_graph.retrieval.formatting import format_record, numbered
 from emem_graph.retrieval.search import HybridSearch
@@ -107,6 +108,7 @@ class SpatialTools:
 
     # --- Capability ----------------------------------------------------------------------------
 
+    @while_open
     def flush_before_tool(self) -> None:
         """Flush the memory, write the map's pending growth and link new or moved entities to
         their places."""
@@ -125,6 +127,7 @@ class SpatialTools:
         except Exception as exc:
             log.warning("the map's last growth was not written (placed again on open): %s", exc)
 
+    @while_open
     def rebuild(self, progress: Callable[[int], None] | None = None) -> int:
         """Build the map again from every perception observation; returns the place count."""
         self._host.flush()
@@ -199,10 +202,12 @@ class SpatialTools:
 
     # --- typed results (the tools format these; evaluation reads them) -------------------------
 
+    @while_open
     def candidates(self, target: str) -> list[Candidate]:
         """The distinct instances of ``target`` in memory, entities first (resolve.py)."""
         return find_candidates(self._search, target, self._config.entity_spatial_radius)
 
+    @while_open
     def route_candidates(
         self, target: str, goal: str, start: str | None, max_detour: float
     ) -> tuple[_Leg, list[RoutedCandidate]] | str:
@@ -239,6 +244,7 @@ class SpatialTools:
         ranked.sort(key=lambda r: (r.detour, r.along, -r.candidate.similarity))
         return leg, ranked
 
+    @while_open
     def directional_candidates(
         self,
         target: str,
