@@ -8,7 +8,6 @@ the same schema-generated validation (same messages) and flush the memory first.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import json
@@ -18,6 +17,7 @@ from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from emem_graph.errors import EmemGraphError
+from emem_graph.gate import gate_of
 from emem_graph.limits import load_json
 from emem_graph.retrieval.schemas import ALL_SCHEMAS, ToolArgumentError, validate_arguments
 
@@ -64,8 +64,7 @@ def tool_method(
         values = validate_arguments(name, given)
         # The memory's gate (gate.py): a tool racing close() answers or raises
         # MemoryClosedError, never a store's error from under a closing memory.
-        in_use = getattr(getattr(self, "_host", None), "in_use", None)
-        with in_use() if callable(in_use) else contextlib.nullcontext():
+        with gate_of(self):
             self.flush_before_tool()
             run: Callable[..., str] = fn
             return run(self, **values)
