@@ -289,7 +289,9 @@ def test_the_same_through_the_ros_service_dispatcher(
     clock = FastClock(speed=20.0)
     mem = build(tmp_path / "mem", minilm, clock)
     owner = services.MemoryOwner(mem)
-    dispatcher = services.ServiceDispatcher(owner)
+    # Query is off by default (a Cypher port on the DDS domain); the soak exercises it too.
+    settings = services.DefaultServiceSettings(query_service=True)
+    dispatcher = services.ServiceDispatcher(owner, settings)
     soak = Soak(seed)
     seconds = max(10.0, scale.soak_seconds / 2)
     faulthandler.dump_traceback_later(seconds + 2 * JOIN_TIMEOUT, exit=True)

@@ -116,14 +116,13 @@ def _note(refused: bool, leaked: bool) -> None:
 @pytest.fixture
 def no_text_guard(monkeypatch: pytest.MonkeyPatch) -> None:
     """Switch the text allow-list off everywhere (explore.cypher.check_statement checks only
-    the limit and timeout then; the ROS Query's own LOAD check is switched off too)."""
+    the limit and timeout then, on every surface, the ROS Query included)."""
 
     def bare(cypher: str, params: Any = None, *, limit: int = 1000, timeout_s: float = 30.0):
         return dict(params or {})
 
     monkeypatch.setattr(cypher_module, "check_statement", bare)
     monkeypatch.setattr(services_module, "check_statement", bare)
-    monkeypatch.setattr(services_module, "_LOAD", services_module.re.compile(r"(?!x)x"))
 
 
 # --- the layers on this machine --------------------------------------------------------------
