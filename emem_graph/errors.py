@@ -53,6 +53,16 @@ class QueryTimeoutError(EmemGraphError):
 class DatabaseLockedError(StorageError):
     """The graph database is held read-write by another process (Kuzu allows one such process)."""
 
+    @classmethod
+    def held_elsewhere(cls, root: object) -> DatabaseLockedError:
+        """The error a reader gets when the memory ``root`` is held read-write by another
+        process."""
+        return cls(
+            f"the memory {root} is open read-write in another process (a running memory or "
+            "robot), and Kuzu lets no other process open it meanwhile: while it runs, query it "
+            "through the ROS bridge's Query service, or stop that process first"
+        )
+
 
 class DatabaseInUseError(DatabaseLockedError):
     """The graph database is already open in this process (a second SpatioTemporalMemory,

@@ -10,7 +10,6 @@ from pathlib import Path
 from types import TracebackType
 
 from emem_graph.errors import DatabaseInUseError, DatabaseLockedError, InvalidInputError
-from emem_graph.explore.sandbox import locked_message
 from emem_graph.storage.graph import GraphDB
 from emem_graph.storage.store import GRAPH_FILE, PENDING_DIR, VECTOR_DIR
 from emem_graph.storage.vectors import TABLE, VectorStore
@@ -43,7 +42,7 @@ class ReadOnlyMemory:
         except DatabaseInUseError:  # open read-write in this very process: its message says so
             raise
         except DatabaseLockedError as exc:
-            raise DatabaseLockedError(locked_message(self.root)) from exc
+            raise DatabaseLockedError.held_elsewhere(self.root) from exc
         try:
             self.info = self.graph.ensure_schema({})
             self.embedding_dim = int(self.info.get("embedding_dim", "0"))

@@ -2,7 +2,7 @@
 write files, read outside the memory, reach the network or change anything, with a wall-clock
 timeout and a memory bound enforced from outside.
 
-Layers, each refusing on its own (the text allow-list of explore.cypher comes first):
+Layers, each refusing on its own (the text allow-list of explore.guard comes first):
 
 - the child opens the graph with Kuzu's ``read_only=True`` and a bounded buffer pool: Kuzu
   refuses every write to the memory;
@@ -210,7 +210,7 @@ def check_live_bounds(cypher: str) -> None:
     Raises:
         QueryResourceError: a generator with sizes that are not literals, or too large.
     """
-    from emem_graph.explore.cypher import cypher_code
+    from emem_graph.explore.statement import cypher_code
 
     code = cypher_code(cypher)
     total = 1
@@ -317,15 +317,6 @@ def _error_from(document: dict[str, Any]) -> EmemGraphError:
 # --- the child -------------------------------------------------------------------------------
 
 
-def locked_message(root: Path) -> str:
-    """What a reader is told when the memory ``root`` is held read-write by another process."""
-    return (
-        f"the memory {root} is open read-write in another process (a running memory or robot), "
-        "and Kuzu lets no other process open it meanwhile: while it runs, query it through the "
-        "ROS bridge's Query service, or stop that process first"
-    )
-
-
 def child_main(argv: list[str]) -> None:
     """The child: ``GRAPH_PATH ROOT BUFFER_POOL_MB ENGINE_CHECKS MAX_MEMORY_MB RESERVE``; one
     JSON request a line on stdin, one JSON answer a line on stdout."""
@@ -357,7 +348,7 @@ def child_main(argv: list[str]) -> None:
             graph_path, read_only=True, buffer_pool_mb=buffer_pool_mb, max_db_size=reserve
         )
     except DatabaseLockedError:
-        _send(out, _error_document(DatabaseLockedError(locked_message(root))))
+        _send(out, _error_document(DatabaseLockedError.held_elsewhere(root)))
         return
     except BaseException as exc:
         _send(out, _error_document(exc))
@@ -465,7 +456,7 @@ class CypherSandbox:
             QueryResourceError: the child passed ``max_memory_mb`` (it was killed).
             InvalidInputError: a bad statement, parameter, limit or timeout.
         """
-        from emem_graph.explore.cypher import check_statement
+        from emem_graph.explore.statement import check_statement
 
         given = check_statement(cypher, params, limit=limit, timeout_s=timeout_s)
         if self._process is None or self._process.poll() is not None:
@@ -681,6 +672,5 @@ __all__ = [
     "decode_value",
     "encode_value",
     "landlock_abi",
-    "locked_message",
     "sandbox_layers",
 ]
