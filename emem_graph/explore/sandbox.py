@@ -50,6 +50,7 @@ from typing import Any
 
 from emem_graph import errors
 from emem_graph.errors import (
+    DatabaseInUseError,
     DatabaseLockedError,
     EmemGraphError,
     InvalidInputError,
@@ -59,6 +60,7 @@ from emem_graph.errors import (
 )
 from emem_graph.resources import read_cypher
 from emem_graph.storage.graph import CypherResult, GraphDB
+from emem_graph.storage.open_registry import held_read_write
 
 log = logging.getLogger(__name__)
 
@@ -423,6 +425,15 @@ class CypherSandbox:
             )
         self.root = Path(directory).resolve()
         self.graph_path = graph_path_of(self.root)
+        if held_read_write(self.graph_path):
+            # The child is another process: Kuzu's lock would refuse it with a message about
+            # "another process", which would mislead the caller holding the memory right here.
+            raise DatabaseInUseError(
+                f"the memory {self.root} is open read-write in this process (a "
+                "SpatioTemporalMemory): a sandboxed reader is another process and Kuzu lets "
+                "none in meanwhile; query it through that instance (query_graph on "
+                "memory.store.graph) or close() it first"
+            )
         self.max_memory_mb = max_memory_mb
         self.engine_checks = engine_checks
         self.peak_memory_mb = 0.0

@@ -102,6 +102,17 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_in_child)
 
 
+def held_read_write(path: Path) -> bool:
+    """Whether this process holds the graph database at ``path`` read-write."""
+    try:
+        key = database_key(path)
+    except OSError:
+        return False
+    with _lock:
+        holding = _held.get(key)
+        return holding is not None and not holding.read_only
+
+
 def held_count() -> int:
     """How many graph database files this process holds open (for tests)."""
     with _lock:

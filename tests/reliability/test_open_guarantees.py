@@ -448,3 +448,18 @@ def test_the_embedding_provider_sets_the_dimension_unless_the_config_does(tmp_pa
             config=MemoryConfig(db_path=str(tmp_path / "b"), embedding_dim=384),
             embedding_provider=HashingEmbedder(64),
         )
+
+
+def test_a_sandboxed_reader_of_a_memory_this_process_holds_is_told_so(tmp_path: Path) -> None:
+    from emem_graph.explore.cypher import run_cypher
+
+    directory = tmp_path / "held"
+    memory = SpatioTemporalMemory(str(directory), config={"embedding_provider": "hashing"})
+    try:
+        memory.add("a red cup", 1.0, 1.0)
+        memory.flush()
+        with pytest.raises(DatabaseInUseError, match="in this process"):
+            run_cypher(directory, "MATCH (o:Observation) RETURN count(o)")
+    finally:
+        memory.close()
+    assert run_cypher(directory, "MATCH (o:Observation) RETURN count(o)").rows == [[1]]
