@@ -28,8 +28,8 @@ from emem_graph.errors import (
     QueryResourceError,
     QueryTimeoutError,
 )
-from emem_graph.explore.cypher import check_statement, format_result, query_graph
-from emem_graph.explore.sandbox import check_live_bounds
+from emem_graph.explore.cypher import format_result, query_graph
+from emem_graph.explore.statement import check_live_bounds, check_statement
 from emem_graph.profile import schemas as _profile_schemas  # noqa: F401  (issue 10: registers user_profile)
 from emem_graph.retrieval.formatting import collect_records, record_fields
 from emem_graph.retrieval.schemas import ALL_SCHEMAS, tool_definitions

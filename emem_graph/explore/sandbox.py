@@ -35,7 +35,6 @@ import decimal
 import json
 import logging
 import os
-import re
 import resource
 import select
 import signal
@@ -188,62 +187,6 @@ def _restrict_self(readable: Path) -> int:
     finally:
         os.close(ruleset)
     return abi
-
-
-# --- the live path's bound on constant folding -------------------------------------------------
-
-LIVE_GENERATED_MAX = 100_000
-"""The most elements (or characters) range(), repeat(), lpad() and rpad() may make together in
-one statement on the live memory: Kuzu builds them while it binds, before its timeout and
-outside its buffer pool (range(1, 3000000) took 1.7 GB and 3 s here)."""
-_GENERATOR = re.compile(r"(?<![.\w$])(range|repeat|lpad|rpad)\s*\(", re.IGNORECASE)
-_INTEGER = re.compile(r"^[+-]?\d+$")
-
-
-def check_live_bounds(cypher: str) -> None:
-    """Refuse a statement for the live memory whose generator functions could build more than
-    LIVE_GENERATED_MAX values while Kuzu binds it: each call must have integer literals for its
-    sizes, and their product (nesting multiplies) must stay under the bound.
-
-    This is no bound on every way a statement can grow at bind time (a chain of ``WITH a + a``
-    doubles a literal list without any generator); the sandbox, which the live memory cannot
-    use, is the bound that holds for all of them.
-
-    Raises:
-        QueryResourceError: a generator with sizes that are not literals, or too large.
-    """
-    from emem_graph.explore.statement import cypher_code
-
-    code = cypher_code(cypher)
-    total = 1
-    for match in _GENERATOR.finditer(code):
-        name = match.group(1).lower()
-        depth, end = 1, match.end()
-        while end < len(code) and depth:
-            depth += {"(": 1, ")": -1}.get(code[end], 0)
-            end += 1
-        inner = code[match.end() : end - 1]
-        arguments = [part.strip() for part in inner.split(",")]
-        sizes = arguments[:3] if name == "range" else arguments[1:2]
-        if depth or "(" in inner or not sizes or not all(_INTEGER.match(a) for a in sizes):
-            raise QueryResourceError(
-                f"on the live memory {name}() takes integer literals only (Kuzu builds its "
-                "result before the timeout applies); write the numbers out, or query a copy of "
-                "the memory with emem-graph cypher, whose sandbox bounds memory"
-            )
-        numbers = [int(a) for a in sizes]
-        if name == "range":
-            step = numbers[2] if len(numbers) > 2 else 1
-            size = abs(numbers[1] - numbers[0]) // max(abs(step), 1) + 1
-        else:
-            size = abs(numbers[0]) * max(1, len(cypher[match.end() : end].split(",")[0]))
-        total *= max(size, 1)
-        if total > LIVE_GENERATED_MAX:
-            raise QueryResourceError(
-                f"on the live memory range(), repeat(), lpad() and rpad() may make at most "
-                f"{LIVE_GENERATED_MAX:,} values per statement (this one: more); Kuzu builds them "
-                "before the timeout applies, in the robot's process"
-            )
 
 
 # --- values over the pipe --------------------------------------------------------------------
@@ -677,9 +620,7 @@ def _resident_mb(pid: int) -> float:
 
 __all__ = [
     "DEFAULT_MAX_MEMORY_MB",
-    "LIVE_GENERATED_MAX",
     "CypherSandbox",
-    "check_live_bounds",
     "decode_value",
     "encode_value",
     "landlock_abi",
