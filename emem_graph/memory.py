@@ -25,7 +25,6 @@ from emem_graph.errors import (
     EmbeddingDimensionError,
     InvalidInputError,
     MemoryClosedError,
-    StorageError,
 )
 from emem_graph.gate import CallGate, while_open
 from emem_graph.ingest.buffer import IngestBuffer
@@ -551,41 +550,17 @@ class SpatioTemporalMemory:
         # rejected.jsonl, not retried in front of the others; an OSError here keeps it queued.
         if not isinstance(item, _Pending):
             return  # a staged-entity marker: its write logs and retries by itself
-        row = item.observation.model_dump()
-        try:
-            self._rejected.keep("observation", row, error, self._clock())
-        except OSError as exc:
-            raise StorageError(
-                f"observation {item.observation.id} cannot be written ({error}) and cannot be "
-                f"set aside in {self._rejected.path} ({exc}); it stays queued: free the disk "
-                "or fix the directory's permissions"
-            ) from exc
+        observation = item.observation
+        self._rejected.set_aside(
+            "observation", observation.id, observation.model_dump(), error, self._clock()
+        )
         # Not under _state_lock: end_episode() holds it while it flushes (a deadlock with the
         # flush thread); adding to a set is atomic, get_recent() leaves these ids out.
-        self._set_aside_ids.add(item.observation.id)
-        log.warning(
-            "observation %s set aside in %s (it cannot be written: %s)",
-            item.observation.id,
-            self._rejected.path,
-            error,
-        )
+        self._set_aside_ids.add(observation.id)
 
     def _set_aside_entity(self, entity: Entity, error: BaseException) -> None:
         # An entity change the graph refuses alone (EntityResolver) is kept like a row.
-        try:
-            self._rejected.keep("entity", entity.model_dump(), error, self._clock())
-        except OSError as exc:
-            raise StorageError(
-                f"entity {entity.id} cannot be written ({error}) and cannot be set aside in "
-                f"{self._rejected.path} ({exc}); it stays staged: free the disk or fix the "
-                "directory's permissions"
-            ) from exc
-        log.warning(
-            "entity %s set aside in %s (it cannot be written: %s)",
-            entity.id,
-            self._rejected.path,
-            error,
-        )
+        self._rejected.set_aside("entity", entity.id, entity.model_dump(), error, self._clock())
 
     def _probe_storage(self) -> None:
         # Content-free: the embedder (past the cache) and a graph write transaction. When

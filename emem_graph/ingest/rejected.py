@@ -9,10 +9,15 @@ stats). Nothing reads the file back into the memory; a person can inspect and re
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from pathlib import Path
 from typing import Any
+
+from emem_graph.errors import StorageError
+
+log = logging.getLogger(__name__)
 
 REJECTED_FILE = "rejected.jsonl"
 
@@ -49,6 +54,26 @@ class RejectedRows:
                 out.flush()
                 os.fsync(out.fileno())
             self._count = count + 1
+
+    def set_aside(
+        self, kind: str, row_id: str, row: dict[str, Any], error: BaseException, at: float
+    ) -> None:
+        """Keep one row the store cannot write (keep()) and log a warning naming it.
+
+        Raises:
+            StorageError: the file cannot be written either; the caller keeps the row queued.
+        """
+        try:
+            self.keep(kind, row, error, at)
+        except OSError as exc:
+            raise StorageError(
+                f"{kind} {row_id} cannot be written ({error}) and cannot be set aside in "
+                f"{self.path} ({exc}); it stays queued: free the disk or fix the directory's "
+                "permissions"
+            ) from exc
+        log.warning(
+            "%s %s set aside in %s (it cannot be written: %s)", kind, row_id, self.path, error
+        )
 
     def count(self) -> int:
         """Rows set aside in this directory, over every session."""
