@@ -177,8 +177,22 @@ def patrol(bridge: BridgeNode, ros_client: RosClient) -> Iterator[Patrol]:
             Float32(data=21.5),
             "temperature: 21.5 °C",
         )
+        parked_since = ros_client.now()
         odom.parked = PARKED
-        time.sleep(0.5)  # pose samples of the parked robot on both sides of the next message
+        # The next message must fall between parked samples at the bridge: wait until the
+        # bridge has parked samples for 0.5 s (a fixed sleep failed once on a loaded machine,
+        # the bridge still interpolating from the last moving sample).
+        poses = bridge.pipeline.poses
+
+        def parked_for_a_while() -> bool:
+            latest = poses.latest()
+            return (
+                latest is not None
+                and (latest.x, latest.y) == PARKED
+                and (latest.stamp or 0.0) >= parked_since + 0.5
+            )
+
+        wait_until(parked_for_a_while, 30.0, "half a second of parked poses at the bridge")
         parked_text = "a charging dock by the window"
         publish_until_stored(
             bridge, ros_client, "scene", _topic("scene"), String(data=parked_text), parked_text
