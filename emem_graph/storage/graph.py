@@ -30,7 +30,7 @@ from emem_graph.errors import (
     StorageError,
 )
 from emem_graph.resources import read_cypher
-from emem_graph.storage import open_registry
+from emem_graph.storage import open_registry, probe
 
 log = logging.getLogger(__name__)
 
@@ -350,6 +350,19 @@ class GraphDB:
         claim = open_registry.claim(path, read_only=read_only)
         self._release = weakref.finalize(self, claim.release)
         try:
+            # Kuzu kills the process on some damage: a file not sealed by a clean close is
+            # opened in a child process first (storage/probe.py).
+            wal = path.with_name(f"{path.name}.wal")
+            if path.exists() and not probe.is_sealed(path, unsealed_by=[wal]):
+                log.debug("opening %s in a child process first (not sealed)", path)
+                crash = probe.crash_in_child(probe.GRAPH_PROGRAM, [str(path), str(int(read_only))])
+                if crash is not None:
+                    raise DamagedMemoryError(
+                        f"cannot open graph database {path}: the graph engine crashed opening "
+                        f"it ({crash}; damaged); restore the memory's directory from a backup"
+                    )
+            if not read_only:
+                probe.break_seal(path)
             # buffer_pool_mb, max_db_size (the address space Kuzu reserves for its buffer
             # pool): 0 is Kuzu's default (80% of RAM, 8 TB); the Cypher sandbox bounds both.
             self._db = kuzu.Database(
@@ -465,6 +478,8 @@ class GraphDB:
             self._connections.clear()
         try:
             self._db.close()
+            if not self.read_only:
+                probe.write_seal(self.path)
         finally:
             self._release()
 

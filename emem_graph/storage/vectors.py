@@ -33,6 +33,8 @@ from emem_graph.errors import (
     VectorStoreDamagedError,
 )
 from emem_graph.models import NodeKind, VectorHit
+from emem_graph.storage import probe
+from emem_graph.storage.health import report_damage
 
 log = logging.getLogger(__name__)
 
@@ -351,13 +353,26 @@ class VectorStore:
         self._rewritten_since_compaction = 0
         self._compacted_at = time.monotonic()
         self._schema = vector_schema(dim, VECTOR_TYPES[vector_dtype])
+        # Lance kills the process on some damage (a Rust allocation failure aborts): a table
+        # not sealed by a clean close is opened and searched in a child process first.
+        if path.exists() and not probe.is_sealed(path):
+            log.debug("opening %s in a child process first (not sealed)", path)
+            if (
+                crash := probe.crash_in_child(probe.VECTORS_PROGRAM, [str(path), TABLE])
+            ) is not None:
+                raise VectorStoreDamagedError(
+                    f"the vector table at {path} is damaged (Lance crashed opening it: {crash}); "
+                    "open the memory read-write once to rebuild it from the graph"
+                )
         try:
             self._db = lancedb.connect(str(path))
             self._table = self._open_table()
             stored = self._table.schema.field("vector").type
         except OSError as exc:  # the system's refusal (permissions, no space): not damage
             raise StorageError(f"cannot open vector store {path}: {exc}") from exc
-        except Exception as exc:  # lance raises RuntimeError, ValueError, its own panics...
+        except BaseException as exc:  # lance raises RuntimeError, ValueError, Rust panics...
+            if not _lance_failed(exc):
+                raise
             raise _damaged(path, exc) from exc
         stored_dim = stored.list_size
         # A table keeps the number type it was created with (float32 before vector_dtype).
@@ -374,7 +389,9 @@ class VectorStore:
             others = self._load_others()
         except OSError as exc:
             raise StorageError(f"cannot read vector store {path}: {exc}") from exc
-        except Exception as exc:
+        except BaseException as exc:
+            if not _lance_failed(exc):
+                raise
             raise _damaged(path, exc) from exc
         self._trained_at = 0.0  # monotonic time the last training in this process ended
         self._train_seconds = 0.0
@@ -383,6 +400,8 @@ class VectorStore:
         self._others = others
         self._others_columns: tuple[list[VectorRow], np.ndarray, np.ndarray] | None = None
         """The rows of _others with their x and y as arrays, rebuilt after a change."""
+        self._fts_rebuild: threading.Thread | None = None
+        """Replacing a full-text index found damaged by a search (_rebuild_fts)."""
 
     # --- writes --------------------------------------------------------------------------------
 
@@ -504,14 +523,16 @@ class VectorStore:
         if self.training:
             log.info("waiting for the ANN index build to finish before closing")
         self.wait_for_index()
+        if (fts := self._fts_rebuild) is not None:
+            fts.join()
         with self._compact_lock, self._lock.exclusive():
-            if len(self._table.list_versions()) <= 1:
-                return
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                self._table.optimize(cleanup_older_than=timedelta(0))
-            self._commits_since_compaction = 0
-            self._rewritten_since_compaction = 0
+            if len(self._table.list_versions()) > 1:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    self._table.optimize(cleanup_older_than=timedelta(0))
+                self._commits_since_compaction = 0
+                self._rewritten_since_compaction = 0
+        probe.write_seal(self.path)
 
     # --- reads ---------------------------------------------------------------------------------
 
@@ -562,7 +583,9 @@ class VectorStore:
                 rows = self._narrowed(where, n, run, ["id", "kind", "_distance"])
             except InvalidInputError:
                 raise
-            except Exception as exc:  # a file damaged while open: Lance's own error types
+            except BaseException as exc:  # a file damaged while open: Lance's errors, panics
+                if not _lance_failed(exc):
+                    raise
                 raise VectorStoreDamagedError(
                     f"the vector table at {self.path} became unreadable "
                     f"({type(exc).__name__}: {' '.join(str(exc).split())[:300]}); close and "
@@ -643,13 +666,51 @@ class VectorStore:
             rows: list[dict[str, Any]] = builder.select(columns).limit(limit).to_list()
             return rows
 
+        if self._fts_rebuild is not None:  # its index was found damaged: being rebuilt
+            return []
+        damaged: BaseException | None = None
         with self._lock.reading():
             try:
                 rows = self._narrowed(where, n, run, ["id", "kind", "_score"])
-            except (ValueError, RuntimeError, OSError) as exc:
-                log.debug("keyword search unavailable: %s", exc)
-                return []
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:  # a Rust panic is a BaseException
+                if not _panicked(exc):  # no index yet (an empty table), a query Lance can't parse
+                    log.debug("keyword search unavailable: %s", exc)
+                    return []
+                damaged = exc
+        if damaged is not None:
+            self._rebuild_fts(damaged)
+            return []
         return [VectorHit(id=r["id"], kind=r["kind"], score=float(r["_score"])) for r in rows]
+
+    def _rebuild_fts(self, exc: BaseException) -> None:
+        """Replace a full-text index that panicked Lance (bytes damaged inside it: open's
+        verify loads it but cannot check it) on a thread; keyword search answers nothing
+        until then, the vector half of a search goes on. Reported once (health.json)."""
+        with self._compact_lock:
+            if self._fts_rebuild is not None:
+                return
+            detail = " ".join(str(exc).split())[:200]
+
+            def rebuild() -> None:
+                try:
+                    with self._compact_lock, self._lock.exclusive(), warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        self._table.create_fts_index("text", replace=True)
+                except Exception as error:  # on a thread: logged, keyword search kept off
+                    log.warning("the full-text index could not be rebuilt: %s", error)
+                    return
+                self._fts_rebuild = None
+
+            self._fts_rebuild = threading.Thread(target=rebuild, name="fts-rebuild", daemon=True)
+        report_damage(
+            self.path.parent,
+            f"the full-text index of the vector table failed a search ({type(exc).__name__}: "
+            f"{detail})",
+            "it is rebuilt from the table on a thread; keyword search is off until then",
+        )
+        self._fts_rebuild.start()
 
     def search_others(self, vector: np.ndarray, n: int, where: VectorFilter) -> list[VectorHit]:
         """The ``n`` gist and entity rows passing ``where`` nearest ``vector`` by cosine
@@ -1017,6 +1078,17 @@ rows of the values LanceDB holds), or with the ids of a committed delete."""
 
 _REFUSALS = ("Permission denied", "Read-only file system", "No space left")
 """Lance's words for the system refusing a file: not damage, nothing to move aside."""
+
+
+def _panicked(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Rust panic inside Lance (pyo3's PanicException, a BaseException,
+    or pyo3_async_runtimes' RustPanic): damaged bytes, never a bad query."""
+    return any(kind.__name__ in ("PanicException", "RustPanic") for kind in type(exc).__mro__)
+
+
+def _lance_failed(exc: BaseException) -> bool:
+    """Whether ``exc`` is Lance failing (an Exception or a Rust panic), not an interrupt."""
+    return isinstance(exc, Exception) or _panicked(exc)
 
 
 def _damaged(path: Path, exc: BaseException) -> StorageError:

@@ -22,6 +22,7 @@ import os
 import random
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import textwrap
@@ -30,9 +31,10 @@ from pathlib import Path
 import pytest
 
 from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
-from emem_graph.errors import EmemGraphError
+from emem_graph.errors import DamagedMemoryError, EmemGraphError
 from emem_graph.explore.cypher import open_graph
 from emem_graph.explore.stats import memory_stats
+from emem_graph.storage import probe
 from emem_graph.storage.health import read_health
 
 DIM = 64
@@ -375,6 +377,71 @@ def test_random_byte_flips(seeds: dict[str, Path], tmp_path: Path, scale) -> Non
         assert held == flushed or read_health(memory)["graph_losses"] == 1, target.name
         outcomes["opened"] += 1
     RESULTS.append(f"random flips opened={outcomes['opened']} refused={outcomes['refused']}")
+
+
+_OPEN_IN_CHILD = (
+    "import kuzu, sys; db = kuzu.Database(sys.argv[1], read_only=True); "
+    "kuzu.Connection(db).execute('CALL show_tables() RETURN *').get_all()"
+)
+
+
+def _crashing_catalog_flip(graph: Path) -> int:
+    """Flip catalog bytes of ``graph`` one at a time until Kuzu crashes opening it (a signal,
+    not an error; about one byte in ten does, measured); the offset of the flip left in."""
+    raw = graph.read_bytes()
+    catalog = struct.unpack_from("<I", raw, 12)[0] * 4096  # header: magic, version, catalog page
+    for offset in range(catalog, min(len(raw), catalog + 4096)):
+        with graph.open("r+b") as file:
+            file.seek(offset)
+            file.write(bytes([raw[offset] ^ 0xFF]))
+        run = subprocess.run(
+            [sys.executable, "-c", _OPEN_IN_CHILD, str(graph)], capture_output=True, timeout=120
+        )
+        if run.returncode < 0:
+            return offset
+        with graph.open("r+b") as file:
+            file.seek(offset)
+            file.write(bytes([raw[offset]]))
+    pytest.fail("no catalog byte flip crashed Kuzu: the probe is not exercised")
+
+
+def test_engine_crash_on_open_is_refused(
+    seeds: dict[str, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A graph file Kuzu crashes on (SIGSEGV/SIGABRT inside kuzu.Database, which no Python code
+    survives) is opened in a child process first: DamagedMemoryError, and this process lives."""
+    memory = tmp_path / "mem"
+    shutil.copytree(seeds["closed"], memory)
+    _crashing_catalog_flip(memory / "graph.kuzu")
+    for _ in range(2):  # refused every time, the file left as it is
+        with pytest.raises(DamagedMemoryError, match="crashed opening it"):
+            _open(memory)
+    with pytest.raises(DamagedMemoryError, match="crashed opening it"):
+        memory_stats(memory)
+    RESULTS.append("engine crash on open refused")
+
+
+def test_clean_close_seals_and_skips_the_probe(
+    seeds: dict[str, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A clean close seals the graph; the next open skips the child; a kill or any change to
+    the file breaks the seal and the child runs again."""
+    memory = tmp_path / "mem"
+    shutil.copytree(seeds["killed"], memory)
+    caplog.set_level(logging.DEBUG, logger="emem_graph.storage")
+    _open(memory).close()  # the killed seed: its WAL is replayed in the child first
+    assert "child process first" in caplog.text
+    assert probe.is_sealed(memory / "graph.kuzu")
+    caplog.clear()
+    _open(memory).close()
+    assert "child process first" not in caplog.text
+    graph = memory / "graph.kuzu"
+    os.utime(graph, ns=(graph.stat().st_atime_ns, graph.stat().st_mtime_ns + 1))
+    assert not probe.is_sealed(graph)
+    mem = _open(memory)
+    assert not probe.seal_path(graph).exists()  # broken while open read-write
+    mem.close()
+    assert "child process first" in caplog.text
 
 
 def test_summary(summary: list[str]) -> None:
