@@ -13,6 +13,7 @@ from emem_graph.errors import (
     SchemaVersionError,
     StorageError,
 )
+from emem_graph.filters import VectorFilter
 from emem_graph.ingest.embeddings import (
     HashingEmbedder,
     OllamaEmbedder,
@@ -20,7 +21,6 @@ from emem_graph.ingest.embeddings import (
 )
 from emem_graph.memory import SpatioTemporalMemory
 from emem_graph.models import Entity, Episode, Gist, Observation
-from emem_graph.storage.vectors import VectorFilter
 
 __version__ = "0.1.0"
 

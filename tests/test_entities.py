@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from emem_graph import SpatioTemporalMemory
-from emem_graph.storage.vectors import VectorFilter
+from emem_graph.filters import VectorFilter
 
 QUIET = {
     "maintenance_interval": None,

@@ -345,8 +345,8 @@ def test_area_filters_are_counted_from_the_index(remembered: Any) -> None:
     the circle; other filters get no estimate (the vector store counts them)."""
     from dataclasses import replace
 
+    from emem_graph.filters import VectorFilter
     from emem_graph.models import INTEROCEPTION
-    from emem_graph.storage.vectors import VectorFilter
 
     memory, _ = remembered
     store = memory.store

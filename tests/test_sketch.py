@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from emem_graph.filters import VectorFilter
 from emem_graph.models import INTEROCEPTION
 from emem_graph.storage.sketch import BLOCK, VectorSketch
-from emem_graph.storage.vectors import VectorFilter, VectorRow, VectorStore
+from emem_graph.storage.vectors import VectorRow, VectorStore
 
 DIM = 384
 

@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 from emem_graph import HashingEmbedder, InvalidInputError
+from emem_graph.filters import VectorFilter
 from emem_graph.storage import vectors as vectors_module
-from emem_graph.storage.vectors import VectorFilter, VectorRow, VectorStore
+from emem_graph.storage.vectors import VectorRow, VectorStore
 
 DIM = 384
 FLOAT16_TIE = 2e-3

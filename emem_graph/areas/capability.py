@@ -27,10 +27,10 @@ from emem_graph.areas.formatting import format_area, format_chain, format_walk_c
 from emem_graph.areas.texts import AreaTexts
 from emem_graph.areas.walk import WalkResult, walk
 from emem_graph.errors import ConfigError, InvalidInputError
+from emem_graph.filters import VectorFilter
 from emem_graph.gate import while_open
 from emem_graph.models import INTEROCEPTION, Entity, Gist, Observation
 from emem_graph.retrieval.dispatch import tool_method
-from emem_graph.storage.vectors import VectorFilter
 
 if TYPE_CHECKING:
     from emem_graph.config import MemoryConfig

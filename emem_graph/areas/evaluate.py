@@ -24,8 +24,8 @@ import numpy as np
 
 from emem_graph.areas.scene import Scene, generate_scene
 from emem_graph.config import MemoryConfig
+from emem_graph.filters import VectorFilter
 from emem_graph.memory import SpatioTemporalMemory
-from emem_graph.storage.vectors import VectorFilter
 
 GLOBAL_QUESTIONS = (
     "what is this place like?",

@@ -31,9 +31,10 @@ from emem_graph.errors import InvalidInputError
 from emem_graph.explore.graph_files import write_graphml, write_node_link
 from emem_graph.explore.readonly import ReadOnlyMemory
 from emem_graph.explore.selection import Area, ExportFilter, GraphSelection, select_graph
+from emem_graph.filters import VectorFilter
 from emem_graph.outputs import claim_directory, claim_file, record_file
 from emem_graph.retrieval.timeparse import parse_optional_time
-from emem_graph.storage.vectors import VectorFilter, VectorStore
+from emem_graph.storage.vectors import VectorStore
 
 ExportFormat = Literal["graphml", "json", "parquet", "csv"]
 FORMATS: tuple[str, ...] = get_args(ExportFormat)

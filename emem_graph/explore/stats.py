@@ -15,10 +15,10 @@ from emem_graph.explore.selection import (
     CAPABILITY_REL_TABLES,
     CORE_REL_TABLES,
 )
+from emem_graph.filters import VectorFilter
 from emem_graph.ingest.rejected import count_rejected
 from emem_graph.models import AGENT_NOTE, INTEROCEPTION, NodeKind, Tier
 from emem_graph.storage.health import read_health
-from emem_graph.storage.vectors import VectorFilter
 
 _NODE_COUNT_KEYS = {
     "observations": "Observation",

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from emem_graph.consolidation.names import words
+from emem_graph.filters import VectorFilter
 from emem_graph.models import Entity
 from emem_graph.profile.matching import (
     conflicts,
@@ -25,7 +26,6 @@ from emem_graph.profile.matching import (
     cosine,
     head_noun,
 )
-from emem_graph.storage.vectors import VectorFilter
 
 if TYPE_CHECKING:
     from emem_graph.profile.models import ObjectNode

@@ -26,8 +26,8 @@ from emem_graph.retrieval import graph_reads
 
 if TYPE_CHECKING:
     from emem_graph.config import MemoryConfig
+    from emem_graph.filters import VectorFilter
     from emem_graph.storage.store import MemoryStore
-    from emem_graph.storage.vectors import VectorFilter
 
 Record = Observation | Gist | Entity
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from emem_graph.errors import InvalidInputError
+from emem_graph.filters import VectorFilter
 from emem_graph.models import AGENT_NOTE, INTEROCEPTION, Entity, Gist
 from emem_graph.retrieval import graph_reads
 from emem_graph.retrieval.dispatch import dispatch_tool_call, tool_method
@@ -32,7 +33,6 @@ from emem_graph.retrieval.locate import estimate_location
 from emem_graph.retrieval.schemas import ALL_SCHEMAS, GLOBAL_CHAINS, tool_definitions
 from emem_graph.retrieval.search import HybridSearch, split_request
 from emem_graph.retrieval.timeparse import parse_optional_time
-from emem_graph.storage.vectors import VectorFilter
 
 if TYPE_CHECKING:
     from emem_graph.config import MemoryConfig

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from emem_graph.errors import InvalidInputError
+from emem_graph.filters import VectorFilter
 from emem_graph.models import INTEROCEPTION, Entity, Gist, Observation
 from emem_graph.retrieval.locate import estimate_location
 from emem_graph.retrieval.search import HybridSearch, content_words, has_all_words
-from emem_graph.storage.vectors import VectorFilter
 
 Record = Observation | Gist | Entity
 

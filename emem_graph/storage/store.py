@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from emem_graph.config import MemoryConfig
 from emem_graph.errors import StorageError, VectorStoreDamagedError
+from emem_graph.filters import VectorFilter
 from emem_graph.ingest.embeddings import EmbeddingProvider
 from emem_graph.models import INTEROCEPTION, Entity, Episode, Gist, Observation, VectorHit
 from emem_graph.storage.changes import GraphChange
@@ -50,7 +51,7 @@ from emem_graph.storage.records import (
     vector_text,
 )
 from emem_graph.storage.sketch import VectorSketch
-from emem_graph.storage.vectors import VectorFilter, VectorRow, VectorStore
+from emem_graph.storage.vectors import VectorRow, VectorStore
 
 log = logging.getLogger(__name__)
 

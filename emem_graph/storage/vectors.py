@@ -14,8 +14,7 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Callable, Generator, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
@@ -32,9 +31,11 @@ from emem_graph.errors import (
     StorageError,
     VectorStoreDamagedError,
 )
+from emem_graph.filters import VectorFilter, sql_in, sql_quote
 from emem_graph.models import NodeKind, VectorHit
 from emem_graph.storage import probe
 from emem_graph.storage.health import report_damage
+from emem_graph.storage.rwlock import ReadWriteLock
 
 log = logging.getLogger(__name__)
 
@@ -120,203 +121,6 @@ class VectorRow:
     text: str
 
 
-@dataclass(frozen=True)
-class VectorFilter:
-    """Prefilter of a vector or keyword search; every field narrows, None means no condition.
-
-    Time is an overlap test against [t, t_end] (an observation has t == t_end; a gist spans its
-    observations). Area is a circle (center + radius, tested exactly) or a box.
-    """
-
-    kinds: tuple[str, ...] | None = None
-    layers: tuple[str, ...] | None = None
-    source_types: tuple[str, ...] | None = None
-    exclude_source_types: tuple[str, ...] | None = None
-    tiers: tuple[str, ...] | None = None
-    exclude_tiers: tuple[str, ...] | None = None
-    episode_id: str | None = None
-    time_after: float | None = None
-    time_before: float | None = None
-    center: tuple[float, float] | None = None
-    radius: float | None = None
-    box: tuple[float, float, float, float] | None = None
-    """(xmin, xmax, ymin, ymax)"""
-
-    @property
-    def exclusions_only(self) -> bool:
-        """True when the filter only leaves out source types or tiers (the default perception
-        filter: no body state, nothing archived): it removes few rows, so a search may run
-        unfiltered, oversampled, and drop those rows itself (see VectorStore.search)."""
-        return (
-            self.kinds is None
-            and self.layers is None
-            and self.source_types is None
-            and self.tiers is None
-            and self.episode_id is None
-            and self.time_after is None
-            and self.time_before is None
-            and self.center is None
-            and self.box is None
-        )
-
-    def admits(self, source_type: str | None, tier: str | None) -> bool:
-        """Whether a row of this source type and tier passes the exclusions (NULL passes, as
-        in to_sql)."""
-        if self.exclude_source_types and source_type in self.exclude_source_types:
-            return False
-        return not (self.exclude_tiers and tier in self.exclude_tiers)
-
-    def area_relaxed(self) -> VectorFilter | None:
-        """This filter with its circle widened to the circle's bounding box, or None when it has
-        no circle (or a box besides). The box alone is what the x and y indexes answer; testing
-        the circle in SQL costs a pass over every row in the box (at 1M rows, a 1% area search:
-        30 ms exact with the circle, 20 ms with the box alone)."""
-        if self.center is None or self.radius is None or self.box is not None:
-            return None
-        r = _radius(self.radius)
-        cx, cy = float(self.center[0]), float(self.center[1])
-        return replace(self, center=None, radius=None, box=(cx - r, cx + r, cy - r, cy + r))
-
-    def in_circle(self, x: float | None, y: float | None) -> bool:
-        """Whether (x, y) passes the circle, computed as to_sql's SQL computes it (True when
-        the filter has no circle; a row without a position fails a circle, as NULL does)."""
-        if self.center is None or self.radius is None:
-            return True
-        if x is None or y is None:
-            return False
-        cx, cy = float(self.center[0]), float(self.center[1])
-        r = float(self.radius)
-        return (x - cx) * (x - cx) + (y - cy) * (y - cy) <= r * r
-
-    def admits_row(self, row: VectorRow) -> bool:
-        """Whether a row passes this filter, computed as to_sql's SQL computes it (NULL
-        fails IN and equality, passes NOT IN)."""
-        for value, values in (
-            (row.kind, self.kinds),
-            (row.layer, self.layers),
-            (row.source_type, self.source_types),
-            (row.tier, self.tiers),
-        ):
-            if values is not None and (value is None or value not in values):
-                return False
-        for value, values in (
-            (row.source_type, self.exclude_source_types),
-            (row.tier, self.exclude_tiers),
-        ):
-            if values and value is not None and value in values:
-                return False
-        if self.episode_id is not None and row.episode_id != self.episode_id:
-            return False
-        if self.time_after is not None and not row.t_end >= self.time_after:
-            return False
-        if self.time_before is not None and not row.t <= self.time_before:
-            return False
-        if self.box is not None:
-            xmin, xmax, ymin, ymax = self.box
-            if not (xmin <= row.x <= xmax and ymin <= row.y <= ymax):
-                return False
-        return self.in_circle(row.x, row.y)
-
-    def to_sql(self) -> str | None:
-        """The SQL predicate of this filter, or None when it has no condition."""
-        clauses: list[str] = []
-        for column, values, negate in (
-            ("kind", self.kinds, False),
-            ("layer", self.layers, False),
-            ("source_type", self.source_types, False),
-            ("source_type", self.exclude_source_types, True),
-            ("tier", self.tiers, False),
-            ("tier", self.exclude_tiers, True),
-        ):
-            if values is not None:
-                clauses.append(_in_clause(column, values, negate))
-        if self.episode_id is not None:
-            clauses.append(f"episode_id = {_quote(self.episode_id)}")
-        if self.time_after is not None:
-            clauses.append(f"t_end >= {_number(self.time_after)}")
-        if self.time_before is not None:
-            clauses.append(f"t <= {_number(self.time_before)}")
-        if self.box is not None:
-            xmin, xmax, ymin, ymax = (_number(v) for v in self.box)
-            clauses.append(f"x >= {xmin} AND x <= {xmax} AND y >= {ymin} AND y <= {ymax}")
-        if self.center is not None and self.radius is not None:
-            cx, cy = (_number(v) for v in self.center)
-            r = _radius(self.radius)
-            # The box lets the BTREE indexes on x and y prune; the circle is then exact.
-            clauses.append(
-                f"x >= {_number(float(cx) - r)} AND x <= {_number(float(cx) + r)} AND "
-                f"y >= {_number(float(cy) - r)} AND y <= {_number(float(cy) + r)} AND "
-                f"(x - {cx}) * (x - {cx}) + (y - {cy}) * (y - {cy}) <= {_number(r * r)}"
-            )
-        return " AND ".join(f"({c})" for c in clauses) if clauses else None
-
-
-def _radius(value: float) -> float:
-    r = float(value)
-    if r < 0 or not math.isfinite(r):
-        raise InvalidInputError(f"radius must be a finite number >= 0, got {r}")
-    return r
-
-
-def _number(value: float) -> str:
-    number = float(value)
-    if not math.isfinite(number):
-        raise InvalidInputError(f"filter values must be finite numbers, got {value!r}")
-    return repr(number)
-
-
-def _quote(value: str) -> str:
-    text = str(value)
-    if "\x00" in text:
-        raise InvalidInputError("filter strings must not contain NUL characters")
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _in_clause(column: str, values: Sequence[str], negate: bool) -> str:
-    if not values:
-        return "TRUE" if negate else "FALSE"
-    listed = ", ".join(_quote(v) for v in values)
-    # NULL columns (a gist's source_type) must not vanish from a NOT IN filter.
-    if negate:
-        return f"({column} IS NULL OR {column} NOT IN ({listed}))"
-    return f"{column} IN ({listed})"
-
-
-class _ReadWriteLock:
-    """Many searches at once, or one compaction that deletes old files: never both."""
-
-    def __init__(self) -> None:
-        self._condition = threading.Condition()
-        self._readers = 0
-        self._writer = False
-
-    @contextmanager
-    def reading(self) -> Iterator[None]:
-        with self._condition:
-            while self._writer:
-                self._condition.wait()
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._condition:
-                self._readers -= 1
-                self._condition.notify_all()
-
-    @contextmanager
-    def exclusive(self) -> Iterator[None]:
-        with self._condition:
-            while self._writer or self._readers:
-                self._condition.wait()
-            self._writer = True
-        try:
-            yield
-        finally:
-            with self._condition:
-                self._writer = False
-                self._condition.notify_all()
-
-
 class VectorStore:
     """The LanceDB table of vectors: append, upsert, delete, prefiltered and keyword search.
 
@@ -346,7 +150,7 @@ class VectorStore:
         self.cleanup_after = cleanup_after
         self.ann_min_rows = ann_min_rows
         self.ann_reindex_growth = ann_reindex_growth
-        self._lock = _ReadWriteLock()
+        self._lock = ReadWriteLock()
         self._compact_lock = threading.Lock()
         self._training: threading.Thread | None = None
         self._commits_since_compaction = 0
@@ -438,7 +242,7 @@ class VectorStore:
         for start in range(0, len(ids), 1000):
             chunk = ids[start : start + 1000]
             self._commit(
-                lambda chunk=chunk: self._table.delete(_in_clause("id", chunk, False)),
+                lambda chunk=chunk: self._table.delete(sql_in("id", chunk, False)),
                 rewritten=len(chunk),
                 last=start + 1000 >= len(ids),
             )
@@ -451,7 +255,7 @@ class VectorStore:
             chunk = ids[start : start + 1000]
             self._commit(
                 lambda chunk=chunk: self._table.update(
-                    where=_in_clause("id", chunk, False), values={"tier": tier}
+                    where=sql_in("id", chunk, False), values={"tier": tier}
                 ),
                 rewritten=len(chunk),
                 last=start + 1000 >= len(ids),
@@ -759,7 +563,7 @@ class VectorStore:
                 chunk = ids[start : start + 1000]
                 table = (
                     self._table.search()
-                    .where(_in_clause("id", chunk, False))
+                    .where(sql_in("id", chunk, False))
                     .select(["id"])
                     .limit(len(chunk))
                     .to_arrow()
@@ -776,7 +580,7 @@ class VectorStore:
                 chunk = ids[start : start + 1000]
                 table = (
                     self._table.search()
-                    .where(_in_clause("id", chunk, False))
+                    .where(sql_in("id", chunk, False))
                     .select(["id", "vector"])
                     .limit(len(chunk))
                     .to_arrow()
@@ -798,7 +602,7 @@ class VectorStore:
         with self._lock.reading():
             reader = (
                 self._table.search()
-                .where(f"kind = {_quote(kind)}")
+                .where(f"kind = {sql_quote(kind)}")
                 .select(["id", "vector"])
                 .limit(None)
                 .to_batches(batch_rows)
