@@ -9,27 +9,17 @@ node would have built. No ROS installation is needed.
 from __future__ import annotations
 
 import logging
-import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from emem_graph.errors import InvalidInputError
+from emem_graph.errors import BackendUnavailableError, InvalidInputError
 from ros_bridge.config import BridgeConfig
 from ros_bridge.messages import normalise_type
-from ros_bridge.patrol_bag import (
-    PatrolBagInfo,
-    Storage,
-    _require_rosbags,
-    patrol_config,
-    patrol_config_yaml,
-    patrol_loop_s,
-    write_patrol_bag,
-)
 from ros_bridge.pipeline import IngestPipeline, IngestStats
 
 if TYPE_CHECKING:
@@ -39,15 +29,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BagError",
-    "PatrolBagInfo",
     "ReplaySummary",
     "bag_storage",
-    "patrol_config",
-    "patrol_config_yaml",
     "read_rate",
     "replay_bag",
-    "replay_patrol",
-    "write_patrol_bag",
+    "require_rosbags",
 ]
 
 log = logging.getLogger(__name__)
@@ -151,6 +137,20 @@ class ReplaySummary:
         return "\n".join(lines)
 
 
+def require_rosbags() -> None:
+    """Check that rosbags, the library that reads and writes bags, is installed.
+
+    Raises:
+        BackendUnavailableError: it is not.
+    """
+    try:
+        import rosbags  # noqa: F401
+    except ImportError as exc:  # pragma: no cover - rosbags is in the dev extras
+        raise BackendUnavailableError(
+            "reading and writing bags needs rosbags: pip install 'emem-graph[bag]'"
+        ) from exc
+
+
 def bag_storage(bag: Path) -> str:
     """``rosbag1`` for a ``.bag`` file, else the ROS 2 storage (``mcap`` or ``sqlite3``)."""
     if bag.suffix == ".bag":
@@ -161,7 +161,7 @@ def bag_storage(bag: Path) -> str:
 
 
 def _open_reader(bag: Path) -> AnyReader:
-    _require_rosbags()
+    require_rosbags()
     from rosbags.highlevel import AnyReader, AnyReaderError
 
     if not bag.exists():
@@ -369,31 +369,3 @@ def read_rate(bag: Path | str, topics: BridgeConfig | Iterable[str] | None = Non
     finally:
         reader.close()
     return n / elapsed if elapsed > 0 else 0.0
-
-
-def replay_patrol(
-    memory: SpatioTemporalMemory,
-    *,
-    rounds: int = 2,
-    set_time: Callable[[float], None] | None = None,
-    progress: bool = True,
-    storage: Storage = "sqlite3",
-) -> ReplaySummary:
-    """The demo's patrol as a bag: write ``rounds`` loops of the simulated patrol to a
-    temporary bag and replay it into ``memory`` as one episode (consolidated before returning).
-
-    Args:
-        set_time: Sets the memory's clock (bag time: the episode starts at the bag's start and
-            the clock is left at its end).
-    """
-    with tempfile.TemporaryDirectory(prefix="emem-patrol-") as tmp:
-        bag = Path(tmp) / "patrol"
-        info = write_patrol_bag(bag, storage=storage, duration_s=rounds * patrol_loop_s(), seed=0)
-        if set_time is not None:
-            set_time(info.start)
-        memory.start_episode("patrol (ROS bag)")
-        summary = replay_bag(bag, patrol_config(memory.config.db_path), memory, progress)
-        if set_time is not None:
-            set_time(info.end)
-        memory.end_episode(wait=True)
-    return summary

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
-from ros_bridge import patrol_bag
+from emem_graph.evals import patrol_bag
 
 # vision_msgs 4.x (Humble and later), the types Detection2DArray needs: the bag writer's own
 # registration, so the tests build messages of exactly the types the patrol bags carry.

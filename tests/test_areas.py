@@ -9,9 +9,9 @@ import pytest
 from sim_clock import SimClock
 
 from emem_graph.areas.clustering import Items, cluster, diagonal, hierarchy, summarize_items
-from emem_graph.areas.evaluate import remember_scene
 from emem_graph.areas.forest import load_forest
-from emem_graph.areas.scene import REGIONS, check_no_region_names, generate_scene
+from emem_graph.evals.areas import remember_scene
+from emem_graph.evals.scene import REGIONS, check_no_region_names, generate_scene
 
 START = 1_000_000.0
 

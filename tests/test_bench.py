@@ -13,18 +13,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from emem_graph.bench import TOOLS, patrol_workload
-from emem_graph.bench.compare import emem_version
-from emem_graph.bench.drive import (
+from emem_graph.cli import main
+from emem_graph.evals.bench import TOOLS, patrol_workload
+from emem_graph.evals.bench.compare import emem_version
+from emem_graph.evals.bench.drive import (
     SimClock,
     Subject,
     emem_graph_subject,
     ingest_side_by_side,
     measure_side_by_side,
 )
-from emem_graph.bench.report import SECTIONS, Figure, previous_run, table
-from emem_graph.bench.workload import BODY_LAYER, LAYERS, PERIOD
-from emem_graph.cli import main
+from emem_graph.evals.bench.report import SECTIONS, Figure, previous_run, table
+from emem_graph.evals.bench.workload import BODY_LAYER, LAYERS, PERIOD
 from emem_graph.explore.stats import memory_stats
 from emem_graph.ingest.embeddings import HashingEmbedder
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from emem_graph import HashingEmbedder
-from emem_graph.bench.baseline import exact_answers
-from emem_graph.bench.drive import (
+from emem_graph.evals.bench.baseline import exact_answers
+from emem_graph.evals.bench.drive import (
     AREA_SEARCH,
     TOOLS,
     SimClock,
@@ -19,7 +19,7 @@ from emem_graph.bench.drive import (
     result_count,
     tool_calls,
 )
-from emem_graph.bench.workload import AREA_FRACTION, AREA_RADIUS, START, patrol_workload
+from emem_graph.evals.bench.workload import AREA_FRACTION, AREA_RADIUS, START, patrol_workload
 
 
 def test_every_tool_is_timed_on_the_memory_and_on_numpy(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from emem_graph.demo import demo_questions, run_demo
+from emem_graph.evals.demo import demo_questions, run_demo
 from emem_graph.retrieval.schemas import TOOL_SCHEMAS
 
 EMPTY_ANSWERS = (

@@ -14,25 +14,21 @@ from rosbags.highlevel import AnyReader
 
 from emem_graph import SentenceTransformerEmbedder
 from emem_graph.cli import main
-from emem_graph.demo import START_TIME, run_demo
 from emem_graph.errors import InvalidInputError
-from ros_bridge.bag import (
-    BagError,
-    PatrolBagInfo,
-    ReplaySummary,
-    patrol_config,
-    read_rate,
-    replay_bag,
-    write_patrol_bag,
-)
-from ros_bridge.config import BridgeConfig
-from ros_bridge.patrol_bag import (
+from emem_graph.evals.demo import run_demo
+from emem_graph.evals.house import START_TIME
+from emem_graph.evals.patrol_bag import (
     BATTERY_TOPIC,
     CAPTION_TOPIC,
     DETECTIONS_TOPIC,
     ODOM_TOPIC,
     TEMPERATURE_TOPIC,
+    PatrolBagInfo,
+    patrol_config,
+    write_patrol_bag,
 )
+from ros_bridge.bag import BagError, ReplaySummary, read_rate, replay_bag
+from ros_bridge.config import BridgeConfig
 
 BAG_KINDS = {
     "sqlite3": {"storage": "sqlite3", "ros_version": 2, "name": "patrol"},

@@ -12,8 +12,9 @@ from collections import Counter
 from typing import Any
 
 from emem_graph import SpatioTemporalMemory
-from emem_graph.consolidation import evaluate, reads
-from emem_graph.consolidation.scenarios import Scenario, house_scenario
+from emem_graph.consolidation import reads
+from emem_graph.evals import consolidation as evaluate
+from emem_graph.evals.scenarios import Scenario, house_scenario
 
 QUIET = {
     "maintenance_interval": None,  # maintenance runs only when the test calls it

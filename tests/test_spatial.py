@@ -22,10 +22,10 @@ from emem_graph import (
     SpatioTemporalMemory,
 )
 from emem_graph.cli import main
+from emem_graph.evals.campus import Campus, build_campus, questions
+from emem_graph.evals.spatial import ask, memory_factory, populate
 from emem_graph.spatial import keeper as keeper_module
 from emem_graph.spatial import places
-from emem_graph.spatial.campus import Campus, build_campus, questions
-from emem_graph.spatial.evaluate import ask, memory_factory, populate
 from emem_graph.spatial.geometry import in_sector, project
 from emem_graph.spatial.topology import CLOSURE, WALK, PlaceMap, TrajectoryPoint
 from emem_graph.storage.changes import GraphChange

@@ -168,7 +168,7 @@ def test_make_bag_refuses_paths_inside_a_memory_and_foreign_configs(
 
 
 def test_bench_refuses_a_memory_and_a_foreign_directory_before_any_work(site: Path) -> None:
-    from emem_graph.bench.run import run_bench
+    from emem_graph.evals.bench.run import run_bench
 
     before = snapshot(site)
     for target in dir_targets(site):
@@ -210,7 +210,7 @@ def test_map_runs_again_onto_its_own_earlier_image(site: Path, tmp_path: Path) -
 def test_demo_runs_again_onto_its_own_earlier_demo_and_nowhere_else(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from emem_graph.demo import run_demo
+    from emem_graph.evals.demo import run_demo
 
     target = tmp_path / "demo"
     quiet: Callable[[str], None] = lambda _line: None  # noqa: E731

@@ -20,7 +20,7 @@ from rosnodes import SKIP_REASON, RosClient, records, wait_until
 
 rclpy = pytest.importorskip("rclpy", reason=SKIP_REASON)
 
-from emem_graph.bench.workload import INTEROCEPTION, QUERIES, patrol_workload  # noqa: E402
+from emem_graph.evals.bench.workload import INTEROCEPTION, QUERIES, patrol_workload  # noqa: E402
 from emem_graph.memory import SpatioTemporalMemory  # noqa: E402
 from ros_bridge.config import BridgeConfig, load_config  # noqa: E402
 from ros_bridge.node import BridgeNode  # noqa: E402

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from emem_graph.bench.workload import (
+from emem_graph.evals.bench.workload import (
     AREA_RADIUS,
     OBJECTS,
     QUERIES,

@@ -6,24 +6,29 @@ odometry at 20 Hz, a captioner's ``std_msgs/String``, a detector's
 ``vision_msgs/Detection2DArray`` (stamped at capture, received later), a ``std_msgs/Float32``
 temperature and a ``sensor_msgs/BatteryState``. The bag is written with rosbags (ROS 2 sqlite3 or
 MCAP, or ROS 1) and comes with its ground truth, so tests can check where things were stored.
+:func:`replay_patrol` writes such a bag and replays it through the bridge (ros_bridge.bag).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from emem_graph.demo import ROOMS, ROUTE, START_TIME, THINGS, VIEW_RADIUS, Thing
-from emem_graph.errors import BackendUnavailableError, InvalidInputError
+from emem_graph.errors import InvalidInputError
+from emem_graph.evals.house import ROOMS, ROUTE, START_TIME, THINGS, VIEW_RADIUS, Thing
+from ros_bridge.bag import ReplaySummary, replay_bag, require_rosbags
 
 if TYPE_CHECKING:
     from rosbags.typesys.store import Typestore
 
+    from emem_graph.memory import SpatioTemporalMemory
     from ros_bridge.config import BridgeConfig
 
 Storage = Literal["sqlite3", "mcap"]
@@ -177,18 +182,9 @@ def patrol_loop_s(speed: float = 0.5, dwell_s: float = 3.0) -> float:
     return _Route(speed, dwell_s).loop_s
 
 
-def _require_rosbags() -> None:
-    try:
-        import rosbags  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - rosbags is in the dev extras
-        raise BackendUnavailableError(
-            "reading and writing bags needs rosbags: pip install 'emem-graph[bag]'"
-        ) from exc
-
-
 def patrol_typestore(ros_version: int) -> Typestore:
     """The rosbags type store of the patrol: ROS 2 Jazzy or ROS 1 Noetic, plus vision_msgs."""
-    _require_rosbags()
+    require_rosbags()
     from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
     store = get_typestore(Stores.ROS1_NOETIC if ros_version == 1 else Stores.ROS2_JAZZY)
@@ -510,3 +506,31 @@ def patrol_config(memory_dir: str | Path, *, rate_hz: float = 1.0) -> BridgeConf
     from ros_bridge.config import BridgeConfig
 
     return BridgeConfig.build(yaml.safe_load(patrol_config_yaml(memory_dir, rate_hz=rate_hz)))
+
+
+def replay_patrol(
+    memory: SpatioTemporalMemory,
+    *,
+    rounds: int = 2,
+    set_time: Callable[[float], None] | None = None,
+    progress: bool = True,
+    storage: Storage = "sqlite3",
+) -> ReplaySummary:
+    """The demo's patrol as a bag: write ``rounds`` loops of the simulated patrol to a
+    temporary bag and replay it into ``memory`` as one episode (consolidated before returning).
+
+    Args:
+        set_time: Sets the memory's clock (bag time: the episode starts at the bag's start and
+            the clock is left at its end).
+    """
+    with tempfile.TemporaryDirectory(prefix="emem-patrol-") as tmp:
+        bag = Path(tmp) / "patrol"
+        info = write_patrol_bag(bag, storage=storage, duration_s=rounds * patrol_loop_s(), seed=0)
+        if set_time is not None:
+            set_time(info.start)
+        memory.start_episode("patrol (ROS bag)")
+        summary = replay_bag(bag, patrol_config(memory.config.db_path), memory, progress)
+        if set_time is not None:
+            set_time(info.end)
+        memory.end_episode(wait=True)
+    return summary

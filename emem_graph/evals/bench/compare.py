@@ -13,8 +13,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from emem_graph.bench.drive import SimClock, Subject
 from emem_graph.errors import BackendUnavailableError
+from emem_graph.evals.bench.drive import SimClock, Subject
 from emem_graph.ingest.embeddings import EmbeddingProvider
 
 EMEM_VERSION = "0.3.0"

@@ -4,17 +4,17 @@ run on the same data.
 
 Modules: ``workload`` (the patrol), ``baseline`` (the floor ingest and exact NumPy answers),
 ``drive`` (the calls made to a memory), ``compare`` (eMEM as a subject), ``report`` (figures,
-table, JSON), ``run`` (one run, composing the others).
+table, JSON), ``run`` (one run, composing the others), ``command`` (its command line).
 
-Run: ``emem-graph bench --n 100000`` or ``python -m emem_graph.bench --n 100000``.
+Run: ``emem-graph bench --n 100000`` or ``python -m emem_graph.evals.bench --n 100000``.
 """
 
 from __future__ import annotations
 
-from emem_graph.bench.drive import TOOLS
-from emem_graph.bench.report import Figure, Target, table, to_json
-from emem_graph.bench.run import BenchResult, run_bench
-from emem_graph.bench.workload import PatrolWorkload, patrol_workload
+from emem_graph.evals.bench.drive import TOOLS
+from emem_graph.evals.bench.report import Figure, Target, table, to_json
+from emem_graph.evals.bench.run import BenchResult, run_bench
+from emem_graph.evals.bench.workload import PatrolWorkload, patrol_workload
 
 __all__ = [
     "TOOLS",

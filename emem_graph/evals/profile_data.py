@@ -1,4 +1,4 @@
-"""The evaluation set of profile/evaluate.py: personal facts and routines of three users, each
+"""The evaluation set of evals/profile.py: personal facts and routines of three users, each
 with a later underspecified request, changed routines, paraphrased references and near misses.
 
 Written by hand to look like what people say to a household robot; nothing here is tuned to the

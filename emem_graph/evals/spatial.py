@@ -19,8 +19,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import dijkstra
 from tqdm import tqdm
 
-from emem_graph.spatial import places
-from emem_graph.spatial.campus import (
+from emem_graph.evals.campus import (
     ENTITY_KINDS,
     SIDE_DISTANCE,
     Campus,
@@ -29,6 +28,7 @@ from emem_graph.spatial.campus import (
     build_campus,
     questions,
 )
+from emem_graph.spatial import places
 
 if TYPE_CHECKING:
     from emem_graph.memory import SpatioTemporalMemory

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from emem_graph.profile.eval_data import (
+from emem_graph.evals.profile_data import (
     CHANGED_ROUTINES,
     FACTS,
     NEAR_MISSES,
@@ -303,8 +303,8 @@ def main(*, progress: bool = True) -> list[str]:
     on stderr when ``progress``)."""
     from tqdm import tqdm
 
-    from emem_graph import SpatioTemporalMemory
     from emem_graph.ingest.embeddings import SentenceTransformerEmbedder
+    from emem_graph.memory import SpatioTemporalMemory
 
     embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
     lines = [

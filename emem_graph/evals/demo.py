@@ -5,62 +5,16 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
 from emem_graph.config import MemoryConfig
+from emem_graph.evals.house import ROOMS, ROUTE, START_TIME, THINGS, VIEW_RADIUS
 from emem_graph.ingest.embeddings import EmbeddingProvider
 from emem_graph.memory import SpatioTemporalMemory
 from emem_graph.outputs import claim_directory
-
-START_TIME = datetime(2026, 11, 22, 8, 0, tzinfo=timezone.utc).timestamp()
-"""The patrol's simulated morning."""
-
-
-@dataclass(frozen=True)
-class Thing:
-    name: str
-    kind: str
-    label: str
-    """What the object detector calls it."""
-    x: float
-    y: float
-    caption: str
-
-
-ROOMS: dict[str, tuple[float, float]] = {
-    "kitchen": (2.5, 2.5),
-    "hallway": (10.0, 1.0),
-    "living room": (18.5, 4.0),
-    "office": (8.5, 8.5),
-}
-THINGS = [
-    Thing(
-        "coffee machine",
-        "appliance",
-        "coffee machine",
-        1.0,
-        4.5,
-        "a silver coffee machine on the counter",
-    ),
-    Thing(
-        "fridge", "appliance", "refrigerator", 4.5, 4.5, "a tall white fridge next to the window"
-    ),
-    Thing("red cup", "object", "cup", 2.0, 1.0, "a red cup left on the kitchen table"),
-    Thing("shoe rack", "furniture", "shoe rack", 9.0, 0.3, "a shoe rack with two pairs of boots"),
-    Thing("front door", "door", "door", 12.0, 0.0, "the front door, closed and locked"),
-    Thing("sofa", "furniture", "sofa", 18.0, 6.5, "a grey sofa with a blanket on it"),
-    Thing("red chair", "furniture", "chair", 20.5, 2.0, "a red chair by the balcony door"),
-    Thing("television", "appliance", "tv", 16.5, 6.0, "a television showing the news"),
-    Thing("desk", "furniture", "desk", 8.0, 9.5, "a desk with a laptop and a stack of papers"),
-    Thing("plant", "plant", "potted plant", 10.5, 10.5, "a potted plant with yellow leaves"),
-]
-ROUTE = ["kitchen", "hallway", "living room", "hallway", "office", "hallway", "kitchen"]
-VIEW_RADIUS = 3.5
 
 
 def _walk(route: list[str], step: float = 0.5) -> list[tuple[str, float, float]]:
@@ -191,7 +145,7 @@ def run_demo(
         config=config, embedding_provider=embedder, get_current_time=clock
     ) as memory:
         if from_bag:
-            from ros_bridge.bag import replay_patrol
+            from emem_graph.evals.patrol_bag import replay_patrol
 
             summary = replay_patrol(
                 memory, rounds=rounds, set_time=lambda t: now.__setitem__(0, t), progress=progress

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from emem_graph.areas.scene import Scene, generate_scene
 from emem_graph.config import MemoryConfig
+from emem_graph.evals.scene import Scene, generate_scene
 from emem_graph.filters import VectorFilter
 from emem_graph.memory import SpatioTemporalMemory
 

@@ -1,6 +1,6 @@
 """Measure consolidation: entity duplicate and false-merge rates, and time per 1,000 observations.
 
-``python -m emem_graph.consolidation.evaluate [--embedder hashing] [--objects 60]
+``python -m emem_graph.evals.consolidation [--embedder hashing] [--objects 60]
 [--sightings 2000] [--dir DIR]`` plays the house scenario and a generated one through a fresh
 memory with the no-LLM fallbacks and prints a JSON report. Definitions (over entity sightings,
 i.e. OBSERVED_IN edges, attributed to the ground-truth object of the same head noun named by
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from emem_graph.consolidation import reads
-from emem_graph.consolidation.names import head
-from emem_graph.consolidation.scenarios import Scenario, generated_scenario, house_scenario
+from emem_graph.evals.scenarios import Scenario, generated_scenario, house_scenario
+from emem_graph.text.names import head
 
 if TYPE_CHECKING:
     from emem_graph.memory import SpatioTemporalMemory
@@ -170,8 +170,9 @@ def evaluate(
 
 def main(argv: list[str] | None = None) -> int:
     """Print the JSON report for the house scenario and a generated one."""
-    from emem_graph import MemoryConfig, SpatioTemporalMemory
+    from emem_graph.config import MemoryConfig
     from emem_graph.ingest.embeddings import HashingEmbedder, SentenceTransformerEmbedder
+    from emem_graph.memory import SpatioTemporalMemory
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--embedder", default="all-MiniLM-L6-v2", help="model name or 'hashing'")

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from emem_graph.bench.workload import (
+from emem_graph.config import MemoryConfig
+from emem_graph.evals.bench.workload import (
     AREA_RADIUS,
     BODY_LAYER,
     INTEROCEPTION,
@@ -27,7 +28,6 @@ from emem_graph.bench.workload import (
     SPATIAL_RADIUS,
     PatrolWorkload,
 )
-from emem_graph.config import MemoryConfig
 from emem_graph.ingest.embeddings import EmbeddingProvider
 from emem_graph.memory import SpatioTemporalMemory
 

@@ -12,16 +12,17 @@ from typing import Any
 
 from tqdm import tqdm
 
-from emem_graph.bench.baseline import (
+from emem_graph.errors import InvalidInputError
+from emem_graph.evals.bench.baseline import (
     directory_bytes,
     exact_answers,
     measure_floor,
     reopen_raw,
     single_threaded_blas,
 )
-from emem_graph.bench.baseline import save_raw as save_raw_columns
-from emem_graph.bench.compare import emem_subject
-from emem_graph.bench.drive import (
+from emem_graph.evals.bench.baseline import save_raw as save_raw_columns
+from emem_graph.evals.bench.compare import emem_subject
+from emem_graph.evals.bench.drive import (
     AREA_SEARCH,
     TOOLS,
     SimClock,
@@ -34,9 +35,14 @@ from emem_graph.bench.drive import (
     reopen,
     tool_calls,
 )
-from emem_graph.bench.report import Figure, Target
-from emem_graph.bench.workload import AREA_RADIUS, QUERIES, START, PatrolWorkload, patrol_workload
-from emem_graph.errors import InvalidInputError
+from emem_graph.evals.bench.report import Figure, Target
+from emem_graph.evals.bench.workload import (
+    AREA_RADIUS,
+    QUERIES,
+    START,
+    PatrolWorkload,
+    patrol_workload,
+)
 from emem_graph.ingest.embeddings import EmbeddingProvider, HashingEmbedder
 from emem_graph.outputs import DIRECTORY_MARKER, claim_directory
 

@@ -1,0 +1,149 @@
+"""The benchmark's command line: its options, the run they ask for, and ``python -m
+emem_graph.evals.bench`` (the same options, with ``-q``/``-v`` accepted anywhere)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from emem_graph.errors import EmemGraphError, InvalidInputError
+from emem_graph.evals.bench.report import previous_run, table, to_json
+from emem_graph.evals.bench.run import run_bench
+from emem_graph.ingest.embeddings import EmbeddingProvider
+from emem_graph.limits import MAX_JSON_FILE_BYTES, check_cli_arguments, load_json
+
+HELP = (
+    "benchmark a synthetic patrol: ingest, the ten tools, filtered search, reopen, "
+    "disk, each beside a baseline measured in the same run"
+)
+"""What the benchmark does, in one line (the subcommand's help)."""
+
+_GLOBAL = ("-q", "--quiet", "-v", "--verbose")
+
+
+def add_arguments(bench: argparse.ArgumentParser) -> None:
+    """Add the benchmark's options to ``bench`` (a parser or a subcommand's parser)."""
+    bench.add_argument("--n", type=int, default=100_000, help="observations (default 100k)")
+    bench.add_argument(
+        "--out", default="bench-memory", help="scratch directory (default bench-memory)"
+    )
+    bench.add_argument("--queries", type=int, default=20, help="timed calls per tool (default 20)")
+    bench.add_argument(
+        "--batch-size", type=int, default=1000, help="adds between two flushes (default 1000)"
+    )
+    bench.add_argument(
+        "--model",
+        default="none",
+        help="also ingest letting the memory embed with this sentence-transformers model "
+        "(or 'hashing'), against the embedder alone plus the floor",
+    )
+    bench.add_argument("--model-n", type=int, default=None, help="observations for the model run")
+    bench.add_argument(
+        "--extract-n",
+        type=int,
+        default=20_000,
+        help="observations of the ingest measured with entity extraction on (default 20k)",
+    )
+    bench.add_argument(
+        "--compare",
+        choices=["emem"],
+        default=None,
+        help="also drive eMEM (pip install 'emem==0.3.0') through the same workload",
+    )
+    bench.add_argument(
+        "--scale-from",
+        metavar="RUN.json",
+        help="the --json output of a smaller run: add each figure's ratio to it, and check "
+        "that p50 latencies grew at most 2x (issue 5: 1M against 100k)",
+    )
+    bench.add_argument(
+        "--scale-with",
+        type=int,
+        metavar="N",
+        help="also write a patrol of N (< --n) observations to a second memory and time every "
+        "tool on both memories in turn: the p50 latency ratios to it measured in this run",
+    )
+    bench.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    bench.add_argument("--keep", action="store_true", help="keep the scratch databases")
+
+
+def embedder(name: str) -> EmbeddingProvider:
+    """The embedder a model name asks for: ``hashing`` (no model) or a sentence-transformers
+    model name or path (loaded offline)."""
+    from emem_graph.ingest.embeddings import HashingEmbedder, SentenceTransformerEmbedder
+
+    if name == "hashing":
+        return HashingEmbedder(384)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    return SentenceTransformerEmbedder(name)
+
+
+def run_command(
+    args: argparse.Namespace, make_embedder: Callable[[str], EmbeddingProvider] = embedder
+) -> int:
+    """Run the benchmark the parsed options ask for and print its table (or JSON)."""
+    previous = None
+    if args.scale_from and args.scale_with:
+        raise SystemExit("emem-graph bench: --scale-from and --scale-with exclude each other")
+    if args.scale_from:
+        try:
+            source = Path(args.scale_from)
+            if source.stat().st_size > MAX_JSON_FILE_BYTES:
+                raise InvalidInputError(
+                    f"--scale-from {source}: over {MAX_JSON_FILE_BYTES:,} bytes; give the JSON "
+                    "an earlier `bench --json` printed"
+                )
+            text = source.read_text(encoding="utf-8")
+            previous = previous_run(load_json(text, "--scale-from", MAX_JSON_FILE_BYTES))
+        except InvalidInputError:
+            raise
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"emem-graph bench: --scale-from {args.scale_from}: {exc}") from exc
+    result = run_bench(
+        args.n,
+        Path(args.out),
+        repeats=args.queries,
+        batch_size=args.batch_size,
+        model=None if args.model == "none" else make_embedder(args.model),
+        model_n=args.model_n,
+        compare=args.compare,
+        keep=args.keep,
+        progress=not args.quiet,
+        extract_n=args.extract_n,
+        scale_n=args.scale_with,
+    )
+    if args.json:
+        print(json.dumps(to_json(result.setup, result.figures, previous), indent=2))
+    else:
+        print(table(result.setup, result.figures, previous), end="")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m emem_graph.evals.bench [options]``: the options of ``emem-graph bench``;
+    the global flags ``-q`` and ``-v`` may come anywhere."""
+    given = sys.argv[1:] if argv is None else list(argv)
+    parser = argparse.ArgumentParser(prog="python -m emem_graph.evals.bench", description=HELP)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress bars (for scripts and logs)"
+    )
+    add_arguments(parser)
+    flags = [a for a in given if a in _GLOBAL]
+    options = [a for a in given if a not in _GLOBAL]
+    args = parser.parse_args([*flags, *options])
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        check_cli_arguments(vars(args))
+        return run_command(args)
+    except (EmemGraphError, OSError) as exc:
+        print(f"emem-graph: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
