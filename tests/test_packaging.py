@@ -104,7 +104,7 @@ def test_wheel_declares_the_emem_graph_console_script(built: tuple[Path, Path]) 
         text = archive.read(entry_points).decode()
     assert "[console_scripts]" in text
     assert "emem-graph = emem_graph.cli:main" in text
-    assert "emem_graph/cli.py" in _wheel_names(wheel)
+    assert "emem_graph/cli/__init__.py" in _wheel_names(wheel)
 
 
 INSTALLED_CHECK = textwrap.dedent(
