@@ -15,6 +15,23 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from emem_graph.errors import InvalidInputError
+from emem_graph.models import INTEROCEPTION
+
+FILTER_PARAMETERS: tuple[str, ...] = (
+    "layer",
+    "time_after",
+    "time_before",
+    "near_x",
+    "near_y",
+    "spatial_radius",
+    "episode_id",
+)
+"""The search filters a tool may take, in the order its parameters list them (the tool schemas
+in retrieval/schemas.py describe them; perception_filter turns their values into a
+VectorFilter). A tool takes a subset of them."""
+
+AREA_PARAMETERS: tuple[str, ...] = ("near_x", "near_y", "spatial_radius")
+"""The area filter: a circle of spatial_radius around (near_x, near_y), all three or none."""
 
 
 class FilterableRow(Protocol):
@@ -202,3 +219,47 @@ def sql_in(column: str, values: Sequence[str], negate: bool) -> str:
     if negate:
         return f"({column} IS NULL OR {column} NOT IN ({listed}))"
     return f"{column} IN ({listed})"
+
+
+def area_of(
+    near_x: float | None, near_y: float | None, spatial_radius: float | None
+) -> tuple[float, float, float] | None:
+    """The area filter's circle (x, y, radius), or None when none of the three is given.
+
+    Raises:
+        InvalidInputError: some but not all of near_x, near_y and spatial_radius are given.
+    """
+    given = [v is not None for v in (near_x, near_y, spatial_radius)]
+    if not any(given):
+        return None
+    if not all(given):
+        raise InvalidInputError(
+            "near_x, near_y and spatial_radius go together: give all three or none"
+        )
+    return float(near_x), float(near_y), float(spatial_radius)  # type: ignore[arg-type]
+
+
+def perception_filter(
+    *,
+    kinds: tuple[str, ...] | None = None,
+    layer: str | None = None,
+    time_after: float | None = None,
+    time_before: float | None = None,
+    area: tuple[float, float, float] | None = None,
+    episode_id: str | None = None,
+    include_body_state: bool = False,
+) -> VectorFilter:
+    """The prefilter of a perception search from a tool's filter values (times already
+    resolved to seconds, the area from area_of): archived rows never, body state only on
+    request."""
+    return VectorFilter(
+        kinds=kinds,
+        layers=None if layer is None else (layer,),
+        exclude_source_types=None if include_body_state else (INTEROCEPTION,),
+        exclude_tiers=("archived",),
+        episode_id=episode_id,
+        time_after=time_after,
+        time_before=time_before,
+        center=None if area is None else (area[0], area[1]),
+        radius=None if area is None else area[2],
+    )

@@ -603,6 +603,8 @@ class SpatioTemporalMemory:
     # Thin delegations: the tools, their schemas, validation and formatting live in
     # emem_graph/retrieval (tools.py, schemas.py, dispatch.py). Each tool flushes first and
     # raises InvalidInputError (a ValueError) on bad arguments; dispatch_tool_call never raises.
+    # Each tool's parameters are defined in its schema; tests/test_tool_definitions.py checks
+    # that these methods take exactly those (names, order, defaults, types).
 
     @functools.cached_property
     def tools(self) -> RetrievalTools:

@@ -3,7 +3,10 @@
 TOOL_SCHEMAS is the single source of truth: get_tool_definitions() returns it as is, and the
 pydantic model that validates a tool's arguments (for dispatch and for the Python methods
 alike) is generated from the same dict, so a parameter, type, default or bound cannot differ
-between what a model is told and what is accepted.
+between what a model is told and what is accepted. The other spellings of a tool are checked
+against it: the method running the tool when its module is imported (dispatch.tool_method), the
+facade method and the ROS ``.srv`` request by tests/test_tool_definitions.py. The search filters
+a tool takes are described once here (_filters), named once in emem_graph/filters.py.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 
 from emem_graph.errors import InvalidInputError
+from emem_graph.filters import AREA_PARAMETERS, FILTER_PARAMETERS
 from emem_graph.limits import bound_parameter, check_tool_arguments
 
 _TIME_FORMS = (
@@ -72,6 +76,26 @@ def _required_text(description: str) -> dict[str, Any]:
     return {"type": "string", "minLength": 1, "pattern": r"\S", "description": description}
 
 
+def _filters(what: str, *names: str) -> dict[str, Any]:
+    """The search filters ``names`` (of filters.FILTER_PARAMETERS, in that order) as schema
+    properties; ``what`` names the records in the time filters' descriptions ('memories')."""
+    if list(names) != [name for name in FILTER_PARAMETERS if name in names]:
+        raise ValueError(f"filter parameters {names} are not in FILTER_PARAMETERS order")
+    common = {
+        "layer": _LAYER,
+        "time_after": _time(f"Only {what} from after this time."),
+        "time_before": _time(f"Only {what} from before this time."),
+        "near_x": _NEAR_X,
+        "near_y": _NEAR_Y,
+        "spatial_radius": _SPATIAL_RADIUS,
+        "episode_id": {
+            "type": "string",
+            "description": f"Only {what} of this episode (an id from start_episode).",
+        },
+    }
+    return {name: common[name] for name in names}
+
+
 def _tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> Any:
     # Every parameter gets its size bound (limits.py) written into the schema itself: the
     # planner is told the bound the argument model then enforces.
@@ -96,16 +120,7 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
         {
             "query": _required_text("What to find, in natural language."),
             "n_results": _N_RESULTS,
-            "layer": _LAYER,
-            "time_after": _time("Only memories from after this time."),
-            "time_before": _time("Only memories from before this time."),
-            "near_x": _NEAR_X,
-            "near_y": _NEAR_Y,
-            "spatial_radius": _SPATIAL_RADIUS,
-            "episode_id": {
-                "type": "string",
-                "description": "Only memories of this episode (an id from start_episode).",
-            },
+            **_filters("memories", *FILTER_PARAMETERS),
             "include_body_state": _BODY,
             "scope": _SCOPE,
         },
@@ -131,9 +146,7 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
                 "minimum": 0,
                 "description": "Radius in metres.",
             },
-            "layer": _LAYER,
-            "time_after": _time("Only observations from after this time."),
-            "time_before": _time("Only observations from before this time."),
+            **_filters("observations", "layer", "time_after", "time_before"),
             "n_results": _N_RESULTS,
             "include_body_state": _BODY,
         },
@@ -154,10 +167,7 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
                 "minimum": 0,
                 "description": "Shortcut: the window is the last N minutes up to now.",
             },
-            "layer": _LAYER,
-            "near_x": _NEAR_X,
-            "near_y": _NEAR_Y,
-            "spatial_radius": _SPATIAL_RADIUS,
+            **_filters("observations", "layer", *AREA_PARAMETERS),
             "order": {
                 "type": "string",
                 "enum": ["newest", "oldest"],
@@ -247,9 +257,7 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
                 "type": "string",
                 "description": "Entity type, any case ('furniture', 'person').",
             },
-            "near_x": _NEAR_X,
-            "near_y": _NEAR_Y,
-            "spatial_radius": _SPATIAL_RADIUS,
+            **_filters("entities", *AREA_PARAMETERS),
             "last_seen_after": _time("Only entities seen after this time."),
             "n_results": _N_RESULTS,
         },
@@ -267,9 +275,7 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
                 **_N_RESULTS,
                 "description": "How many matching memories to consider for the estimate.",
             },
-            "layer": _LAYER,
-            "time_after": _time("Only memories from after this time."),
-            "time_before": _time("Only memories from before this time."),
+            **_filters("memories", "layer", "time_after", "time_before"),
             "include_body_state": _BODY,
         },
         ["concept"],

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from emem_graph.errors import InvalidInputError
-from emem_graph.filters import VectorFilter
-from emem_graph.models import AGENT_NOTE, INTEROCEPTION, Entity, Gist
+from emem_graph.filters import FILTER_PARAMETERS, area_of, perception_filter
+from emem_graph.models import AGENT_NOTE, Entity, Gist
 from emem_graph.retrieval import graph_reads
 from emem_graph.retrieval.dispatch import dispatch_tool_call, tool_method
 from emem_graph.retrieval.formatting import (
@@ -131,18 +131,16 @@ class RetrievalTools:
         """Hybrid search over observations, gists and entities; multi-part requests are
         searched part by part. All filters are prefilters. scope="global": the area walk."""
         if scope == "global":
-            filters = {
-                "layer": layer, "time_after": time_after, "time_before": time_before,
-                "near_x": near_x, "near_y": near_y, "spatial_radius": spatial_radius,
-                "episode_id": episode_id, "include_body_state": include_body_state or None,
-            }  # fmt: skip
+            given = locals()  # the filter parameters' values, by name
+            filters = {name: given[name] for name in FILTER_PARAMETERS}
+            filters["include_body_state"] = include_body_state or None
             return self._global("semantic_search", query, n_results, filters)
         now = self._clock()
-        where = _filter(
+        where = perception_filter(
             layer=layer,
             time_after=parse_optional_time(time_after, now, name="time_after"),
             time_before=parse_optional_time(time_before, now, name="time_before"),
-            circle=_circle(near_x, near_y, spatial_radius),
+            area=area_of(near_x, near_y, spatial_radius),
             episode_id=episode_id,
             include_body_state=include_body_state,
         )
@@ -291,7 +289,7 @@ class RetrievalTools:
     ) -> str:
         """Hybrid search over the consolidated summaries only."""
         now = self._clock()
-        where = _filter(
+        where = perception_filter(
             kinds=("gist",),
             time_after=parse_optional_time(time_after, now, name="time_after"),
             time_before=parse_optional_time(time_before, now, name="time_before"),
@@ -340,7 +338,7 @@ class RetrievalTools:
     ) -> str:
         """Where ``concept`` is: a relevance-weighted estimate from the strong matches."""
         now = self._clock()
-        where = _filter(
+        where = perception_filter(
             layer=layer,
             time_after=parse_optional_time(time_after, now, name="time_after"),
             time_before=parse_optional_time(time_before, now, name="time_before"),
@@ -379,7 +377,7 @@ class RetrievalTools:
             filters = {"include_body_state": include_body_state or None}
             return self._global("recall", query, n_results, filters)
         parts = split_request(query)
-        where = _filter(include_body_state=include_body_state)
+        where = perception_filter(include_body_state=include_body_state)
         vectors = self._search.embed([self._resolved(part) for part in parts])
         blocks: list[str] = []
         missing: list[str] = []
@@ -549,38 +547,8 @@ class RetrievalTools:
 
 
 def _circle(x: float | None, y: float | None, radius: float | None) -> Circle | None:
-    given = [v is not None for v in (x, y, radius)]
-    if not any(given):
-        return None
-    if not all(given):
-        raise InvalidInputError(
-            "near_x, near_y and spatial_radius go together: give all three or none"
-        )
-    return Circle(float(x), float(y), float(radius))  # type: ignore[arg-type]
-
-
-def _filter(
-    *,
-    kinds: tuple[str, ...] | None = None,
-    layer: str | None = None,
-    time_after: float | None = None,
-    time_before: float | None = None,
-    circle: Circle | None = None,
-    episode_id: str | None = None,
-    include_body_state: bool = False,
-) -> VectorFilter:
-    """The prefilter of a perception search: archived rows never, body state only on request."""
-    return VectorFilter(
-        kinds=kinds,
-        layers=None if layer is None else (layer,),
-        exclude_source_types=None if include_body_state else (INTEROCEPTION,),
-        exclude_tiers=("archived",),
-        episode_id=episode_id,
-        time_after=time_after,
-        time_before=time_before,
-        center=None if circle is None else (circle.x, circle.y),
-        radius=None if circle is None else circle.radius,
-    )
+    area = area_of(x, y, radius)
+    return None if area is None else Circle(*area)
 
 
 def _entity_short(entity: Entity) -> str:
