@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from emem_graph.errors import BackendUnavailableError, InvalidInputError, ReadOnlyQueryError
-from emem_graph.storage.graph import CypherResult
+from emem_graph.storage.statement_runner import CypherResult
 from ros_bridge.node import import_ros
 
 DEFAULT_NODE = "emem_graph"

@@ -33,7 +33,8 @@ from emem_graph.explore.statement import (
 )
 from emem_graph.limits import MAX_PARAM_CHARS, load_json
 from emem_graph.resources import read_cypher, resource_dir
-from emem_graph.storage.graph import CypherResult, GraphDB
+from emem_graph.storage.graph import GraphDB
+from emem_graph.storage.statement_runner import CypherResult
 
 __all__ = [
     "DEFAULT_LIMIT",

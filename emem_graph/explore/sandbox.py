@@ -6,7 +6,7 @@ Layers, each refusing on its own (the text allow-list of explore.guard comes fir
 
 - the child opens the graph with Kuzu's ``read_only=True`` and a bounded buffer pool: Kuzu
   refuses every write to the memory;
-- Kuzu's own plan of each statement must hold reading operators only (storage.graph
+- Kuzu's own plan of each statement must hold reading operators only (storage.statement_runner
   plan_refusal): COPY ... TO, EXPORT, settings, ATTACH and file-reading functions are refused;
 - before Kuzu starts a thread, the child restricts itself with Linux Landlock: read access
   beneath the memory directory only, no file or directory made, written, removed or renamed
@@ -58,8 +58,9 @@ from emem_graph.errors import (
     StorageError,
 )
 from emem_graph.resources import read_cypher
-from emem_graph.storage.graph import CypherResult, GraphDB
+from emem_graph.storage.graph import GraphDB
 from emem_graph.storage.open_registry import held_read_write
+from emem_graph.storage.statement_runner import CypherResult
 
 log = logging.getLogger(__name__)
 

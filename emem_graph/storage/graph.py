@@ -1,4 +1,10 @@
-"""GraphDB: the Kuzu property graph, the source of truth. The only module that imports kuzu."""
+"""GraphDB: the Kuzu property graph, the source of truth. The only module that loads kuzu
+(statement_runner.py names its types only).
+
+It opens the database (and maps Kuzu's open failures to emem_graph errors), creates or checks
+the schema, runs named reads, serialises write transactions, and gives a developer statement
+its own connection, worker thread and watchdog; what runs on that connection, and how its plan
+is checked, is storage/statement_runner.py."""
 
 from __future__ import annotations
 
@@ -11,7 +17,6 @@ import warnings
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +26,12 @@ import pyarrow as pa
 from emem_graph.errors import (
     DamagedMemoryError,
     DatabaseLockedError,
-    EmemGraphError,
-    InvalidInputError,
-    QueryResourceError,
-    QueryTimeoutError,
-    ReadOnlyQueryError,
     SchemaVersionError,
     StorageError,
 )
 from emem_graph.resources import read_cypher
 from emem_graph.storage import open_registry, probe
+from emem_graph.storage.statement_runner import CypherResult, run_read_only, statement_error
 
 log = logging.getLogger(__name__)
 
@@ -90,184 +91,10 @@ def _schema_statements() -> list[str]:
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
 
-@dataclass(frozen=True)
-class CypherResult:
-    """The rows of one developer statement (GraphDB.run_statement).
-
-    Attributes:
-        columns: the names the statement RETURNs, in order.
-        rows: one list of values per row, in the columns' order (nodes and rels as dicts).
-        truncated: the statement had more rows than the row limit; only the first are here.
-    """
-
-    columns: list[str]
-    rows: list[list[Any]]
-    truncated: bool = False
-
-
-def _statement_error(message: str, timeout_s: float) -> EmemGraphError:
-    """The emem_graph error for Kuzu's refusal of a developer statement."""
-    if "read-only database" in message or "read-only transaction" in message:
-        return ReadOnlyQueryError(
-            "the memory is read-only here: Kuzu refused a write (CREATE, SET, DELETE, MERGE, "
-            "DROP, ALTER, COPY FROM...) and nothing was changed; a memory is changed through "
-            "SpatioTemporalMemory"
-        )
-    if "multiple statements" in message:
-        return InvalidInputError(
-            "give one Cypher statement at a time (Kuzu found several; a procedure such as "
-            "create_fts_index that Kuzu expands into several cannot run here either)"
-        )
-    if "bad_alloc" in message:  # the sandbox's RLIMIT_DATA, or the machine's memory
-        return QueryResourceError(
-            "the query needed more memory than this process may take and was stopped; narrow "
-            "it (LIMIT, smaller range() or lists) or give a larger --max-memory-mb"
-        )
-    if message.strip() == "Interrupted.":
-        return QueryTimeoutError(
-            f"the query ran longer than {timeout_s:g} s and was stopped; narrow it (LIMIT, a "
-            "WHERE on an indexed id) or give a longer timeout"
-        )
-    return InvalidInputError(f"Cypher failed: {message}")
-
-
 STATEMENT_GRACE_S = 0.25
 """A developer statement's caller gets QueryTimeoutError this long after its timeout at the
 latest: Kuzu's own timeout usually stops it first; the watchdog covers binding, which Kuzu's
 timeout does not."""
-
-READ_OPERATORS = frozenset(
-    {
-        "AGGREGATE",
-        "AGGREGATE_FINALIZE",
-        "AGGREGATE_SCAN",
-        "CROSS_PRODUCT",
-        "DUMMY_SINK",
-        "EMPTY_RESULT",
-        "FILTER",
-        "FLATTEN",
-        "HASH_JOIN_BUILD",
-        "HASH_JOIN_PROBE",
-        "INTERSECT",
-        "INTERSECT_BUILD",
-        "LIMIT",
-        "MULTIPLICITY_REDUCER",
-        "ORDER_BY",
-        "ORDER_BY_MERGE",
-        "ORDER_BY_SCAN",
-        "PATH_PROPERTY_PROBE",
-        "PRIMARY_KEY_SCAN_NODE_TABLE",
-        "PROJECTION",
-        "RECURSIVE_EXTEND",
-        "RESULT_COLLECTOR",
-        "SCAN_NODE_TABLE",
-        "SCAN_REL_TABLE",
-        "SEMI_MASKER",
-        "SKIP",
-        "TABLE_FUNCTION_CALL",
-        "TOP_K",
-        "TOP_K_SCAN",
-        "UNION_ALL_SCAN",
-        "UNWIND",
-    }
-)
-"""Kuzu 0.11.3 physical operators that only read the graph (names as EXPLAIN prints them).
-A plan with any other operator (COPY_TO, EXPORT_DATABASE, STANDALONE_CALL, ATTACH_DATABASE,
-a write, or one this list does not know) is refused: fail closed."""
-
-READ_TABLE_FUNCTIONS = frozenset(
-    {
-        "READ_FTABLE",
-        "SHOW_TABLES",
-        "TABLE_INFO",
-        "SHOW_CONNECTION",
-        "CURRENT_SETTING",
-        "DB_VERSION",
-        "SHOW_FUNCTIONS",
-        "SHOW_INDEXES",
-        "SHOW_SEQUENCES",
-        "SHOW_WARNINGS",
-    }
-)
-"""Table functions (``Function:`` of TABLE_FUNCTION_CALL) that read the catalog or Kuzu's own
-intermediate tables; file readers (READ_CSV_*, READ_PARQUET, READ_JSON: LOAD FROM) and every
-other function are refused."""
-
-# One box of the plan drawing each (boxes of a join stand side by side on a line).
-_PLAN_OPERATOR = re.compile(r"│\s*([A-Z][A-Z0-9_]*)\[\d+\]\s*│")
-_PLAN_FUNCTION = re.compile(r"│\s*Function: ([A-Za-z0-9_]+)\s*│")
-_LEADING_EXPLAIN = re.compile(
-    r"^(?:\s+|//[^\n]*(?:\n|$)|/\*.*?\*/)*(?:EXPLAIN|PROFILE)\b", re.IGNORECASE | re.DOTALL
-)
-
-
-def plan_refusal(
-    connection: kuzu.Connection, cypher: str, params: dict[str, Any] | None, timeout_s: float
-) -> str | None:
-    """Why Kuzu's own plan of ``cypher`` is not a pure read, or None when every operator and
-    table function of it is in READ_OPERATORS / READ_TABLE_FUNCTIONS.
-
-    The plan comes from ``EXPLAIN`` (a leading EXPLAIN or PROFILE of the statement itself is
-    taken off first). EXPLAIN binds without executing, but binding has side effects (EXPORT
-    DATABASE creates its directory, LOAD FROM globs its path): only text an allow-list has
-    accepted may come here.
-
-    Raises:
-        ReadOnlyQueryError, InvalidInputError, QueryTimeoutError: Kuzu refused to plan it.
-    """
-    inner = cypher
-    while (match := _LEADING_EXPLAIN.match(inner)) is not None:
-        inner = inner[match.end() :]
-    try:
-        result = connection.execute("EXPLAIN " + inner, params or {})
-        results = result if isinstance(result, list) else [result]
-        plan = "\n".join(str(next(iter(row))) for each in results for row in each.get_all())
-        for each in results:
-            each.close()
-    except RuntimeError as exc:
-        raise _statement_error(str(exc), timeout_s) from exc
-    operators = set(_PLAN_OPERATOR.findall(plan))
-    functions = set(_PLAN_FUNCTION.findall(plan))
-    if not operators:
-        return (
-            "the memory is read-only here: Kuzu's plan of the statement could not be read, so "
-            "it is refused"
-        )
-    unknown = sorted(operators - READ_OPERATORS) + sorted(functions - READ_TABLE_FUNCTIONS)
-    if unknown:
-        return (
-            f"the memory is read-only here: Kuzu plans this statement with {', '.join(unknown)}, "
-            "which do more than read the graph (write files, change settings, attach databases "
-            "or read files); only reading statements run here"
-        )
-    return None
-
-
-def _statement_count(cypher: str) -> int:
-    """How many statements ``cypher`` holds: its ``;`` outside strings, escaped names and
-    comments, not counting empty ones (a trailing ``;``)."""
-    count, start, i, n = 0, 0, 0, len(cypher)
-    while i < n:
-        char = cypher[i]
-        if char in "'\"`":
-            i += 1
-            while i < n and cypher[i] != char:
-                i += 2 if cypher[i] == "\\" and char != "`" else 1
-        elif cypher.startswith("//", i):
-            i = cypher.find("\n", i) % (n + 1) if "\n" in cypher[i:] else n
-        elif cypher.startswith("/*", i):
-            end = cypher.find("*/", i + 2)
-            i = n if end < 0 else end + 1
-        elif char == ";":
-            count += bool(_has_code(cypher[start:i]))
-            start = i + 1
-        i += 1
-    return count + bool(_has_code(cypher[start:]))
-
-
-def _has_code(text: str) -> bool:
-    stripped = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.DOTALL)
-    return bool(stripped.strip())
 
 
 class GraphTransaction:
@@ -550,11 +377,11 @@ class GraphDB:
         Layers (each refuses on its own): on a graph opened read-only Kuzu refuses every write,
         and on a live read-write graph the statement runs inside ``BEGIN TRANSACTION READ
         ONLY``, where Kuzu refuses every write too; then Kuzu's own plan of the statement
-        (EXPLAIN) must consist of reading operators only (plan_refusal): COPY ... TO, EXPORT,
-        settings (``CALL threads=1``), ATTACH, file-reading table functions (LOAD FROM) and
-        any operator not known to read are refused. The caller must have refused such text
-        first (explore.cypher.query_graph): EXPLAIN binds the statement, and binding EXPORT
-        DATABASE already creates its directory.
+        (EXPLAIN) must consist of reading operators only (statement_runner.plan_refusal):
+        COPY ... TO, EXPORT, settings (``CALL threads=1``), ATTACH, file-reading table
+        functions (LOAD FROM) and any operator not known to read are refused. The caller must
+        have refused such text first (explore.cypher.query_graph): EXPLAIN binds the
+        statement, and binding EXPORT DATABASE already creates its directory.
 
         The statement runs on a worker thread with Kuzu's query timeout; a watchdog interrupts
         it at ``timeout_s`` and the caller gets QueryTimeoutError then, even while Kuzu is still
@@ -589,8 +416,15 @@ class GraphDB:
 
         def work() -> None:
             try:
-                outcome["result"] = self._statement_on(
-                    connection, cypher, params, limit, timeout_s, max_path_depth, check_plan
+                outcome["result"] = run_read_only(
+                    connection,
+                    cypher,
+                    params,
+                    limit=limit,
+                    timeout_s=timeout_s,
+                    max_path_depth=max_path_depth,
+                    check_plan=check_plan,
+                    read_only=self.read_only,
                 )
             except BaseException as exc:  # handed to the caller's thread
                 outcome["error"] = exc
@@ -606,36 +440,11 @@ class GraphDB:
         worker.start()
         if not finished.wait(timeout_s + STATEMENT_GRACE_S):
             connection.interrupt()  # the worker ends when Kuzu next looks; nobody waits for it
-            raise _statement_error("Interrupted.", timeout_s)
+            raise statement_error("Interrupted.", timeout_s)
         if "error" in outcome:
             raise outcome["error"]
         result: CypherResult = outcome["result"]
         return result
-
-    def _statement_on(
-        self,
-        connection: kuzu.Connection,
-        cypher: str,
-        params: dict[str, Any] | None,
-        limit: int,
-        timeout_s: float,
-        max_path_depth: int | None,
-        check_plan: bool,
-    ) -> CypherResult:
-        connection.set_query_timeout(max(1, round(timeout_s * 1000)))
-        if max_path_depth is not None:
-            connection.execute(f"CALL var_length_extend_max_depth={int(max_path_depth)}")
-        if not self.read_only:
-            connection.execute("BEGIN TRANSACTION READ ONLY")
-        try:
-            return self._run_developer(
-                connection, cypher, params, limit, timeout_s, check_plan, prepare=self.read_only
-            )
-        finally:
-            if not self.read_only:
-                # Kuzu ends the transaction itself when a statement fails to bind.
-                with contextlib.suppress(RuntimeError):
-                    connection.execute("ROLLBACK")
 
     def _stop_statements(self, wait_s: float = 10.0) -> bool:
         """Interrupt the developer statements still running and wait for them; False when one
@@ -648,53 +457,6 @@ class GraphDB:
         for worker in running:
             worker.join(wait_s)
         return not any(worker.is_alive() for worker in running)
-
-    @staticmethod
-    def _run_developer(
-        connection: kuzu.Connection,
-        cypher: str,
-        params: dict[str, Any] | None,
-        limit: int,
-        timeout_s: float,
-        check_plan: bool = True,
-        prepare: bool = True,
-    ) -> CypherResult:
-        # prepare() refuses several statements before running any; execute() would run all.
-        # But prepare() binds holding the GIL (measured: no other Python thread ran for the
-        # 5.9 s of a bind), so on the live graph a statement without parameters is checked
-        # for one statement here and run with execute(), which releases it: the watchdog
-        # and the bridge's other threads go on while Kuzu binds.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            try:
-                if prepare or params:
-                    statement: Any = connection.prepare(cypher)
-                    if not statement.is_success():
-                        raise _statement_error(statement.get_error_message(), timeout_s)
-                else:
-                    if _statement_count(cypher) != 1:
-                        raise _statement_error("multiple statements", timeout_s)
-                    statement = cypher
-                refusal = check_plan and plan_refusal(connection, cypher, params, timeout_s)
-                if refusal:
-                    raise ReadOnlyQueryError(refusal)
-                result = connection.execute(statement, params or {})
-            except RuntimeError as exc:
-                raise _statement_error(str(exc), timeout_s) from exc
-        results = result if isinstance(result, list) else [result]
-        last = results[-1]
-        try:
-            rows: list[list[Any]] = []
-            while len(rows) < limit and last.has_next():
-                rows.append(list(last.get_next()))
-            truncated = last.has_next()
-            columns = list(last.get_column_names())
-        except RuntimeError as exc:
-            raise _statement_error(str(exc), timeout_s) from exc
-        finally:
-            for each in results:
-                each.close()
-        return CypherResult(columns=columns, rows=rows, truncated=truncated)
 
     # --- writes --------------------------------------------------------------------------------
 
