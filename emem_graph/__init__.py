@@ -2,7 +2,6 @@
 
 from emem_graph.config import MemoryConfig, SpatioTemporalMemoryConfig
 from emem_graph.consolidation.fallback import FallbackLLM
-from emem_graph.consolidation.llm import ExtractedEntity, LLMClient, OllamaLLM
 from emem_graph.errors import (
     BackendUnavailableError,
     ConfigError,
@@ -19,6 +18,7 @@ from emem_graph.ingest.embeddings import (
     OllamaEmbedder,
     SentenceTransformerEmbedder,
 )
+from emem_graph.llm.client import ExtractedEntity, LLMClient, OllamaLLM
 from emem_graph.memory import SpatioTemporalMemory
 from emem_graph.models import Entity, Episode, Gist, Observation
 

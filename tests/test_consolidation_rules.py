@@ -9,20 +9,20 @@ import numpy as np
 import pytest
 
 from emem_graph.consolidation.detections import RuleBasedExtractor, parse_detections
-from emem_graph.consolidation.extractive import (
-    cross_layer_summary,
-    extractive_summary,
-    unique_texts,
-)
 from emem_graph.consolidation.fallback import FallbackLLM
-from emem_graph.consolidation.llm import (
+from emem_graph.errors import BackendUnavailableError
+from emem_graph.llm.client import (
     ExtractedEntity,
     coerce_entities,
     parse_entities_json,
     strip_thinking,
 )
-from emem_graph.consolidation.names import compatible, generic, head, more_specific, normalize
-from emem_graph.errors import BackendUnavailableError
+from emem_graph.text.extractive import (
+    cross_layer_summary,
+    extractive_summary,
+    unique_texts,
+)
+from emem_graph.text.names import compatible, generic, head, more_specific, normalize
 
 
 @pytest.mark.parametrize(

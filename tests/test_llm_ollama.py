@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from fake_ollama import FakeOllamaServer, unreachable_url
 
-from emem_graph.consolidation.llm import ExtractedEntity, LLMClient, OllamaLLM
 from emem_graph.errors import BackendUnavailableError
+from emem_graph.llm.client import ExtractedEntity, LLMClient, OllamaLLM
 
 KNOWN = ("red chair", "kitchen table", "front door", "sofa")
 

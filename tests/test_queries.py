@@ -5,8 +5,8 @@ from __future__ import annotations
 from graph_writes import archive_window, link_cooccurs, link_observed_in, write_gist
 from sim_clock import SimClock
 
-from emem_graph.retrieval import graph_reads
-from emem_graph.retrieval.graph_reads import Circle
+from emem_graph.retrieval import lookups
+from emem_graph.retrieval.lookups import Circle
 
 QUIET = {
     "entity_extract_flush_interval": 10**6,
@@ -30,16 +30,14 @@ def test_recall_returns_gists_summarizing_and_entities_observed_in_the_area(make
     link_observed_in(mem, lamp, near)
     link_observed_in(mem, boat, [far])
 
-    links = graph_reads.recall_links(mem.store, Circle(10.0, 10.0, 3.0))
+    links = lookups.recall_links(mem.store, Circle(10.0, 10.0, 3.0))
 
     assert [(g.id, g.links) for g in links.gists] == [(here, 2)]
     assert [(e.id, e.links) for e in links.entities] == [(lamp, 2)]
     # Archived observations still lead to the gist that summarizes them.
     archive_window(mem, 0.0, 1000.0)
-    assert [g.id for g in graph_reads.recall_links(mem.store, Circle(10.0, 10.0, 3.0)).gists] == [
-        here
-    ]
-    assert graph_reads.recall_links(mem.store, Circle(-40.0, -40.0, 3.0)).gists == []
+    assert [g.id for g in lookups.recall_links(mem.store, Circle(10.0, 10.0, 3.0)).gists] == [here]
+    assert lookups.recall_links(mem.store, Circle(-40.0, -40.0, 3.0)).gists == []
 
 
 def test_cooccurring_entities_reads_stored_counts_in_both_directions(make_memory):
@@ -52,13 +50,13 @@ def test_cooccurring_entities_reads_stored_counts_in_both_directions(make_memory
     link_cooccurs(mem, cup, toaster, 2, 3.0, 4.0)
     link_cooccurs(mem, sink, cup, 7, 0.0, 8.0)  # stored the other way round
 
-    together = graph_reads.cooccurring_entities(mem.store, cup)
+    together = lookups.cooccurring_entities(mem.store, cup)
 
     assert [(c.name, c.count) for c in together] == [("sink", 7), ("kettle", 5), ("toaster", 2)]
     assert (together[1].first_seen, together[1].last_seen) == (1.0, 9.0)
-    assert [c.name for c in graph_reads.cooccurring_entities(mem.store, cup, limit=1)] == ["sink"]
-    assert [c.name for c in graph_reads.cooccurring_entities(mem.store, kettle)] == ["cup"]
-    assert graph_reads.cooccurring_entities(mem.store, "no-such-entity") == []
+    assert [c.name for c in lookups.cooccurring_entities(mem.store, cup, limit=1)] == ["sink"]
+    assert [c.name for c in lookups.cooccurring_entities(mem.store, kettle)] == ["cup"]
+    assert lookups.cooccurring_entities(mem.store, "no-such-entity") == []
 
 
 def test_episode_chain_walks_follows_and_subtask_edges(make_memory):
@@ -76,12 +74,12 @@ def test_episode_chain_walks_follows_and_subtask_edges(make_memory):
     mem.end_episode()  # parent
     after = mem.start_episode("after")
 
-    child_chain = graph_reads.episode_chain(mem.store, child)
+    child_chain = lookups.episode_chain(mem.store, child)
     assert child_chain.previous == [first]  # the parent was still active when the child began
     assert child_chain.parents == [parent]
-    assert graph_reads.episode_chain(mem.store, parent).subtasks == [child]
-    assert graph_reads.episode_chain(mem.store, after).previous == [parent, first]
-    assert graph_reads.episode_chain(mem.store, first).previous == []
+    assert lookups.episode_chain(mem.store, parent).subtasks == [child]
+    assert lookups.episode_chain(mem.store, after).previous == [parent, first]
+    assert lookups.episode_chain(mem.store, first).previous == []
 
 
 def test_episode_span_counts_observations_and_their_times(make_memory):
@@ -93,10 +91,10 @@ def test_episode_span_counts_observations_and_their_times(make_memory):
         clock.advance(5.0)
     empty = mem.start_episode("idle")
 
-    span = graph_reads.episode_span(mem.store, episode)
+    span = lookups.episode_span(mem.store, episode)
 
     assert span is not None and (span.count, span.first, span.last) == (3, 10.0, 20.0)
-    assert graph_reads.episode_span(mem.store, empty) is None
+    assert lookups.episode_span(mem.store, empty) is None
 
 
 def test_entity_timeline_lists_sightings_newest_first(make_memory):
@@ -109,13 +107,13 @@ def test_entity_timeline_lists_sightings_newest_first(make_memory):
     chair = mem.add_entity("red chair", 2.0, 3.0)
     link_observed_in(mem, chair, seen)
 
-    timeline = graph_reads.entity_timeline(mem.store, chair)
+    timeline = lookups.entity_timeline(mem.store, chair)
 
     assert [(s.observation_id, s.x, s.y, s.timestamp, s.layer) for s in timeline] == [
         (seen[1], 3.0, 4.0, 9.0, "detections"),
         (seen[0], 1.0, 2.0, 5.0, "captions"),
     ]
-    assert len(graph_reads.entity_timeline(mem.store, chair, limit=1)) == 1
+    assert len(lookups.entity_timeline(mem.store, chair, limit=1)) == 1
 
 
 def test_context_around_finds_gists_and_entities_placed_near_a_point(make_memory):
@@ -126,11 +124,11 @@ def test_context_around_finds_gists_and_entities_placed_near_a_point(make_memory
     nearer = mem.add_entity("stove", 0.1, 0.0)
     mem.add_entity("shed", 29.0, 0.0)
 
-    gists, entities = graph_reads.context_around(mem.store, Circle(0.0, 0.0, 2.0))
+    gists, entities = lookups.context_around(mem.store, Circle(0.0, 0.0, 2.0))
 
     assert [g.id for g in gists] == [gist]
     assert [e.id for e in entities] == [nearer, near]
-    assert len(graph_reads.context_around(mem.store, Circle(0.0, 0.0, 2.0), limit=1)[1]) == 1
+    assert len(lookups.context_around(mem.store, Circle(0.0, 0.0, 2.0), limit=1)[1]) == 1
 
 
 def test_observations_in_window_filters_time_area_layer_and_body_state(make_memory):
@@ -143,7 +141,7 @@ def test_observations_in_window_filters_time_area_layer_and_body_state(make_memo
 
     def window(**kwargs):
         args = {"time_after": 2.0, "time_before": 8.0, **kwargs}
-        return [o.text for o in graph_reads.observations_in_window(store, **args)]
+        return [o.text for o in lookups.observations_in_window(store, **args)]
 
     assert window(limit=3) == ["frame 8", "frame 7", "frame 6"]
     assert window(limit=3, newest_first=False) == ["frame 2", "frame 3", "frame 4"]
@@ -165,7 +163,7 @@ def test_gists_in_window_overlap_and_cross_layer(make_memory):
 
     def ids(**kwargs):
         args = {"time_after": None, "time_before": None, **kwargs}
-        return graph_reads.gists_in_window(store, **args)
+        return lookups.gists_in_window(store, **args)
 
     assert [g.id for g in ids(time_after=50.0, time_before=150.0)] == [noon, morning]
     assert [g.id for g in ids(layer="camera")] == [noon, morning]  # cross-layer qualifies
@@ -181,11 +179,11 @@ def test_recent_episodes_newest_first_and_by_name(make_memory):
         clock.advance(10)
     store = mem.store
 
-    assert [e.name for e in graph_reads.recent_episodes(store, name=None, limit=2)] == [
+    assert [e.name for e in lookups.recent_episodes(store, name=None, limit=2)] == [
         "patrol hall",
         "charge",
     ]
-    assert [e.name for e in graph_reads.recent_episodes(store, name="PATROL", limit=10)] == [
+    assert [e.name for e in lookups.recent_episodes(store, name="PATROL", limit=10)] == [
         "patrol hall",
         "Patrol kitchen",
     ]
@@ -199,14 +197,14 @@ def test_find_entities_by_name_type_area_and_time(make_memory):
     store = mem.store
 
     def names(**kwargs):
-        return [e.name for e in graph_reads.find_entities(store, **kwargs)]
+        return [e.name for e in lookups.find_entities(store, **kwargs)]
 
     assert sorted(names(name="CHAIR")) == ["Red Chair", "blue chair"]
     assert names(entity_type="person") == ["maria"]
     assert sorted(names(entity_type="FURNITURE")) == ["Red Chair", "blue chair"]
     assert names(circle=Circle(4.5, 0.0, 4.0)) == ["blue chair", "maria", "Red Chair"]
     assert names(last_seen_after=15.0, name="chair") == ["blue chair"]
-    first = graph_reads.find_entities(store, name="chair", limit=1)
+    first = lookups.find_entities(store, name="chair", limit=1)
     assert [e.id for e in first] in ([red], [blue])
 
 
@@ -217,17 +215,17 @@ def test_latest_body_state_skips_readings_emptied_by_archival(make_memory):
     mem.add_body_state("cpu 40C", "cpu_temp", timestamp=1.5)
     mem.add("a battery on the shelf", 0.0, 0.0, timestamp=3.0, layer_name="battery")
 
-    latest = graph_reads.latest_body_state(mem.store)
+    latest = lookups.latest_body_state(mem.store)
     assert [(o.layer_name, o.text) for o in latest] == [
         ("battery", "battery 80%"),
         ("cpu_temp", "cpu 40C"),
     ]
-    assert [o.text for o in graph_reads.latest_body_state(mem.store, ["cpu_temp"])] == ["cpu 40C"]
+    assert [o.text for o in lookups.latest_body_state(mem.store, ["cpu_temp"])] == ["cpu 40C"]
 
     archive_window(mem, 1.9, 2.1)  # the latest battery reading loses its text
-    latest = graph_reads.latest_body_state(mem.store, ["battery"])
+    latest = lookups.latest_body_state(mem.store, ["battery"])
     assert [o.text for o in latest] == ["battery 90%"]
-    assert graph_reads.latest_body_state(mem.store, ["no_such_layer"]) == []
+    assert lookups.latest_body_state(mem.store, ["no_such_layer"]) == []
 
 
 def test_observations_nearest_ranks_inside_the_query(make_memory):
@@ -240,7 +238,7 @@ def test_observations_nearest_ranks_inside_the_query(make_memory):
 
     def near(radius: float = 100.0, **kwargs):
         args = {"limit": 2, **kwargs}
-        found = graph_reads.observations_near(store, Circle(3.0, 0.0, radius), **args)
+        found = lookups.observations_near(store, Circle(3.0, 0.0, radius), **args)
         return [o.text for o in found]
 
     assert near() == ["tile 3", "a wall"]  # nearest first, body state left out

@@ -34,7 +34,7 @@ from emem_graph.retrieval.dispatch import tool_method
 
 if TYPE_CHECKING:
     from emem_graph.config import MemoryConfig
-    from emem_graph.consolidation.guard import LLMGuard
+    from emem_graph.llm.guard import LLMGuard
     from emem_graph.storage.store import MemoryStore
 
 log = logging.getLogger(__name__)

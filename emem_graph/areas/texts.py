@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from emem_graph.consolidation.extractive import Embed, select_representative, unique_texts
-from emem_graph.consolidation.llm import MAX_PROMPT_TEXTS
+from emem_graph.llm.client import MAX_PROMPT_TEXTS
+from emem_graph.text.extractive import Embed, select_representative, unique_texts
 
 if TYPE_CHECKING:
-    from emem_graph.consolidation.guard import LLMGuard
+    from emem_graph.llm.guard import LLMGuard
 
 MAX_AREA_CHARS = 900
 LEAF_SENTENCES = 8

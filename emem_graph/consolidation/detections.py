@@ -14,8 +14,8 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from emem_graph.consolidation.llm import ExtractedEntity
-from emem_graph.consolidation.names import (
+from emem_graph.llm.client import ExtractedEntity
+from emem_graph.text.names import (
     STOPWORDS,
     entity_type_of,
     normalize,

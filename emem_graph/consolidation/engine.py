@@ -22,13 +22,13 @@ from emem_graph.consolidation.detections import RuleBasedExtractor
 from emem_graph.consolidation.entities import EntityResolver, Sighting
 from emem_graph.consolidation.episodes import EpisodeConsolidator
 from emem_graph.consolidation.extraction import EntityExtraction
-from emem_graph.consolidation.extractive import Embed
 from emem_graph.consolidation.gists import GistTexts
-from emem_graph.consolidation.guard import LLMGuard
-from emem_graph.consolidation.llm import LLMClient, configured_llm
 from emem_graph.consolidation.time_window import TimeWindowConsolidator
 from emem_graph.consolidation.worker import BackgroundWorker
+from emem_graph.llm.client import LLMClient, configured_llm
+from emem_graph.llm.guard import LLMGuard
 from emem_graph.models import Observation
+from emem_graph.text.extractive import Embed
 
 if TYPE_CHECKING:
     from emem_graph.storage.store import MemoryStore

@@ -39,13 +39,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from emem_graph.consolidation import names, reads
+from emem_graph.consolidation import reads
 from emem_graph.consolidation.detections import is_detection_text
-from emem_graph.consolidation.extractive import Embed
 from emem_graph.errors import StorageError
 from emem_graph.models import Entity
 from emem_graph.storage.changes import GraphChange
 from emem_graph.storage.records import entity_params, entity_vector
+from emem_graph.text import names
+from emem_graph.text.extractive import Embed
 
 if TYPE_CHECKING:
     from emem_graph.storage.store import MemoryStore

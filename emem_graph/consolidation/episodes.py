@@ -12,10 +12,10 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from emem_graph.consolidation.extractive import Embed
 from emem_graph.consolidation.gists import GistTexts, add_gist, build_gist, split_at_gaps
 from emem_graph.errors import StorageError
 from emem_graph.storage.changes import GraphChange, Rows, expect_count
+from emem_graph.text.extractive import Embed
 
 if TYPE_CHECKING:
     from emem_graph.storage.store import MemoryStore

@@ -18,11 +18,11 @@ import numpy as np
 
 from emem_graph.consolidation.detections import RuleBasedExtractor, is_detection_text
 from emem_graph.consolidation.entities import EntityResolver, Sighting
-from emem_graph.consolidation.extractive import Embed
-from emem_graph.consolidation.guard import LLMGuard
-from emem_graph.consolidation.llm import ExtractedEntity, coerce_entities
-from emem_graph.consolidation.names import head, normalize, singular, words
+from emem_graph.llm.client import ExtractedEntity, coerce_entities
+from emem_graph.llm.guard import LLMGuard
 from emem_graph.models import Observation
+from emem_graph.text.extractive import Embed
+from emem_graph.text.names import head, normalize, singular, words
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ an explicit no-LLM client, or to compare).
 from __future__ import annotations
 
 from emem_graph.consolidation.detections import RuleBasedExtractor
-from emem_graph.consolidation.extractive import Embed, cross_layer_summary, extractive_summary
-from emem_graph.consolidation.llm import ExtractedEntity
+from emem_graph.llm.client import ExtractedEntity
+from emem_graph.text.extractive import Embed, cross_layer_summary, extractive_summary
 
 
 class FallbackLLM:

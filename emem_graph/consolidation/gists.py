@@ -16,18 +16,18 @@ import shapely
 from shapely.geometry import MultiPoint
 
 from emem_graph import validation
-from emem_graph.consolidation.extractive import (
+from emem_graph.llm.client import MAX_PROMPT_TEXTS
+from emem_graph.llm.guard import LLMGuard
+from emem_graph.models import Gist, Observation
+from emem_graph.storage.changes import GraphChange
+from emem_graph.storage.records import gist_vector
+from emem_graph.text.extractive import (
     Embed,
     cross_layer_summary,
     extractive_summary,
     select_representative,
     unique_texts,
 )
-from emem_graph.consolidation.guard import LLMGuard
-from emem_graph.consolidation.llm import MAX_PROMPT_TEXTS
-from emem_graph.models import Gist, Observation
-from emem_graph.storage.changes import GraphChange
-from emem_graph.storage.records import gist_vector
 
 VectorsOf = Callable[[Sequence[str]], dict[str, np.ndarray]]
 

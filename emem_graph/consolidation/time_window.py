@@ -18,10 +18,10 @@ import numpy as np
 
 from emem_graph import validation
 from emem_graph.consolidation import reads
-from emem_graph.consolidation.extractive import Embed
 from emem_graph.consolidation.gists import GistTexts, add_gist, build_gist, split_at_gaps
 from emem_graph.models import Observation
 from emem_graph.storage.changes import GraphChange, expect_count
+from emem_graph.text.extractive import Embed
 
 if TYPE_CHECKING:
     from emem_graph.storage.store import MemoryStore

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from emem_graph.consolidation.names import words
 from emem_graph.filters import VectorFilter
 from emem_graph.models import Entity
 from emem_graph.profile.matching import (
@@ -26,6 +25,7 @@ from emem_graph.profile.matching import (
     cosine,
     head_noun,
 )
+from emem_graph.text.names import words
 
 if TYPE_CHECKING:
     from emem_graph.profile.models import ObjectNode

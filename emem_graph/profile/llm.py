@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
-from emem_graph.consolidation.llm import MalformedAnswerError, configured_llm, strip_thinking
 from emem_graph.errors import InvalidInputError
+from emem_graph.llm.client import MalformedAnswerError, configured_llm, strip_thinking
 from emem_graph.profile.models import OBJECT_SEMANTICS, USER_PATTERN, Instruction
 
 if TYPE_CHECKING:

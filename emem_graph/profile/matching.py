@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from emem_graph.consolidation.names import STOPWORDS, singular, words
+from emem_graph.text.names import STOPWORDS, singular, words
 
 SAME_THRESHOLD = 0.72
 """Cosine similarity from which two object or location phrasings may be one node."""

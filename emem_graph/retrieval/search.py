@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from emem_graph.models import Entity, Gist, Observation
-from emem_graph.retrieval import graph_reads
+from emem_graph.retrieval import lookups
 
 if TYPE_CHECKING:
     from emem_graph.config import MemoryConfig
@@ -193,7 +193,7 @@ class HybridSearch:
         pool = sorted(fused, key=lambda i: (-fused[i], i))
         if self._config.recency_weight <= 0:
             pool = pool[:depth]
-        records = graph_reads.records_by_id(self._store, {i: kinds[i] for i in pool})
+        records = lookups.records_by_id(self._store, {i: kinds[i] for i in pool})
         # Rank fusion alone lets texts matching one word twice (dense and keyword) outrank the
         # one text holding every word of the request; those get a ranking of their own.
         words = terms.split()

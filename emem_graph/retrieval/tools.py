@@ -16,7 +16,7 @@ import numpy as np
 from emem_graph.errors import InvalidInputError
 from emem_graph.filters import FILTER_PARAMETERS, area_of, perception_filter
 from emem_graph.models import AGENT_NOTE, Entity, Gist
-from emem_graph.retrieval import graph_reads
+from emem_graph.retrieval import lookups
 from emem_graph.retrieval.dispatch import dispatch_tool_call, tool_method
 from emem_graph.retrieval.formatting import (
     format_body_status,
@@ -28,8 +28,8 @@ from emem_graph.retrieval.formatting import (
     numbered,
     source_label,
 )
-from emem_graph.retrieval.graph_reads import Circle
 from emem_graph.retrieval.locate import estimate_location
+from emem_graph.retrieval.lookups import Circle
 from emem_graph.retrieval.schemas import ALL_SCHEMAS, GLOBAL_CHAINS, tool_definitions
 from emem_graph.retrieval.search import HybridSearch, split_request
 from emem_graph.retrieval.timeparse import parse_optional_time
@@ -164,7 +164,7 @@ class RetrievalTools:
     ) -> str:
         """Observations within ``radius`` (horizontal) of (x, y), nearest first."""
         now = self._clock()
-        found = graph_reads.observations_near(
+        found = lookups.observations_near(
             self._store,
             Circle(x, y, radius),
             layer=layer,
@@ -207,12 +207,12 @@ class RetrievalTools:
             "newest_first": order == "newest",
             "limit": n_results,
         }
-        found = graph_reads.observations_in_window(
+        found = lookups.observations_in_window(
             self._store, include_body_state=include_body_state, **window
         )
         if found:
             return numbered([format_record(o) for o in found])
-        gists = graph_reads.gists_in_window(self._store, **window)
+        gists = lookups.gists_in_window(self._store, **window)
         if gists:
             return CONSOLIDATED_HEADER + "\n" + numbered([format_gist(g) for g in gists])
         return "No observations found."
@@ -228,12 +228,12 @@ class RetrievalTools:
             episodes = [found] if found is not None else []
         else:
             limit = max(last_n, 10) if task_name is not None else last_n
-            episodes = graph_reads.recent_episodes(self._store, name=task_name, limit=limit)
+            episodes = lookups.recent_episodes(self._store, name=task_name, limit=limit)
         if not episodes:
             return "No episodes found."
         lines = []
         for episode in episodes:
-            span = graph_reads.episode_span(self._store, episode.id)
+            span = lookups.episode_span(self._store, episode.id)
             if span is None:
                 lines.append(format_episode(episode, 0, None, None))
             else:
@@ -250,13 +250,13 @@ class RetrievalTools:
         if position is not None:
             x, y = float(position[0]), float(position[1])
             parts.append(f"Position: ({x:.1f}, {y:.1f})")
-            nearby = graph_reads.observations_near(
+            nearby = lookups.observations_near(
                 self._store, Circle(x, y, radius), limit=CONTEXT_LIMIT
             )
             if nearby:
                 parts.append(f"Nearby ({radius}m):")
                 parts.extend(format_by_layer(nearby, with_coordinates=False))
-            gists, entities = graph_reads.context_around(
+            gists, entities = lookups.context_around(
                 self._store, Circle(x, y, radius), limit=CONTEXT_LIMIT
             )
             if gists:
@@ -265,7 +265,7 @@ class RetrievalTools:
             if entities:
                 parts.append("Nearby entities:")
                 parts.extend(f"  - {_entity_short(e)}" for e in entities)
-        recent = graph_reads.observations_in_window(
+        recent = lookups.observations_in_window(
             self._store,
             time_after=now - include_recent_minutes * 60.0,
             time_before=None,
@@ -274,7 +274,7 @@ class RetrievalTools:
         if recent:
             parts.append(f"Recent ({include_recent_minutes}min):")
             parts.extend(format_by_layer(recent, with_coordinates=True))
-        body = graph_reads.latest_body_state(self._store)
+        body = lookups.latest_body_state(self._store)
         if body:
             parts.append(format_body_status(body, now))
         return "\n".join(parts) if parts else "No context available."
@@ -312,7 +312,7 @@ class RetrievalTools:
         n_results: int = 10,
     ) -> str:
         """Entities by name substring, type, area and last sighting."""
-        entities = graph_reads.find_entities(
+        entities = lookups.find_entities(
             self._store,
             name=name,
             entity_type=entity_type,
@@ -401,7 +401,7 @@ class RetrievalTools:
     @tool_method
     def body_status(self, layers: list[str] | None = None) -> str:
         """The latest reading with text of each body-state layer, with its age."""
-        readings = graph_reads.latest_body_state(self._store, layers)
+        readings = lookups.latest_body_state(self._store, layers)
         return format_body_status(readings, self._clock())
 
     # --- planner actions -----------------------------------------------------------------------
@@ -517,17 +517,16 @@ class RetrievalTools:
         return text
 
     def _recall_block(self, label: str, circle: Circle, n: int, include_body_state: bool) -> str:
-        observations = graph_reads.observations_near(
+        observations = lookups.observations_near(
             self._store, circle, include_body_state=include_body_state, limit=n
         )
-        links = graph_reads.recall_links(self._store, circle, limit=n)
-        area_gists, area_entities = graph_reads.context_around(self._store, circle, limit=n)
+        links = lookups.recall_links(self._store, circle, limit=n)
+        area_gists, area_entities = lookups.context_around(self._store, circle, limit=n)
         gists: list[Gist] = _first_unique(
-            graph_reads.gists_by_id(self._store, [g.id for g in links.gists[:n]]) + area_gists, n
+            lookups.gists_by_id(self._store, [g.id for g in links.gists[:n]]) + area_gists, n
         )
         entities: list[Entity] = _first_unique(
-            graph_reads.entities_by_id(self._store, [e.id for e in links.entities[:n]])
-            + area_entities,
+            lookups.entities_by_id(self._store, [e.id for e in links.entities[:n]]) + area_entities,
             n,
         )
         lines = [

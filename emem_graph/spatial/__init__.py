@@ -9,6 +9,6 @@ schemas and tools (the capability), campus and evaluate (the generated campus, i
 and the figures).
 """
 
-from emem_graph.spatial.tools import SpatialTools
+from emem_graph.spatial.capability import SpatialTools
 
 __all__ = ["SpatialTools"]

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from emem_graph import validation
-from emem_graph.consolidation.llm import LLMClient, MalformedAnswerError
+from emem_graph.llm.client import LLMClient, MalformedAnswerError
 
 log = logging.getLogger(__name__)
 

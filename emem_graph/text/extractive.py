@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from emem_graph.consolidation.names import STOPWORDS, singular, words
+from emem_graph.text.names import STOPWORDS, singular, words
 
 Embed = Callable[[list[str]], np.ndarray]
 

@@ -1,9 +1,10 @@
-"""Typed answers of the named graph queries behind the tools (queries/*.cypher).
+"""Typed answers of the named graph queries and of the in-memory indexes behind the tools.
 
-Each function runs one named Cypher file with parameters and returns pydantic records or small
-dataclasses; none builds Cypher from its arguments. Queries filter and rank on numeric columns
-and return ids; the records of the final page are then fetched by primary key (Kuzu scans a
-whole STRING column to project it, so text is read only for what is shown).
+Each function runs one named Cypher file (queries/*.cypher) with parameters, or reads the store's
+in-process indexes, and returns pydantic records or small dataclasses; none builds Cypher from
+its arguments. Queries filter and rank on numeric columns and return ids; the records of the
+final page are then fetched by primary key (Kuzu scans a whole STRING column to project it, so
+text is read only for what is shown).
 """
 
 from __future__ import annotations
