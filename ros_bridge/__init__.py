@@ -1,5 +1,8 @@
-"""ROS 2 bridge for emem_graph (layer ingest, pose, triggers, tool services, bag replay).
+"""ROS 2 bridge for emem_graph: layer ingest, pose, triggers, tool services and bag replay.
 
-Not built yet: the converters, node and bag replay arrive with the ROS bridge issue. The package
-exists so the distribution's layout is final; importing it never imports rclpy.
+Messages of the configured layer topics become observations at the robot's pose (converters,
+pose, pipeline); the memory's tools are served as ROS services (services, srv_files); a recorded
+bag replays through the same pipeline (bag); config reads the bridge's YAML file and client
+queries a running bridge. node.py is the only module that imports rclpy, lazily: importing the
+package never needs a ROS installation.
 """

@@ -1,4 +1,4 @@
-"""Hierarchical area memory (issue 9): a semantic forest of area gists over the observations.
+"""Hierarchical area memory: a semantic forest of area gists over the observations.
 
 Area gists are Gist nodes of level >= 1 (room, building, site ...) built by agglomerative
 clustering on position, each with a summary, a vector and SUMMARIZES edges to its children;

@@ -1,5 +1,5 @@
-"""User-profile memory (issue 10): users' personal facts and routines as a knowledge graph
-grounded in the robot's entities. See capability.py."""
+"""User-profile memory: users' personal facts and routines as a knowledge graph grounded in the
+robot's entities, and the user_profile tool. See UserProfile (capability.py)."""
 
 from emem_graph.profile import schemas as _schemas  # noqa: F401  (registers user_profile)
 from emem_graph.profile.capability import UserProfile
