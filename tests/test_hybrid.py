@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from sim_clock import SimClock
 
+from emem_graph.filters import perception_filter
 from emem_graph.models import Observation
 from emem_graph.retrieval.locate import estimate_location, strong_hits
 from emem_graph.retrieval.search import (
@@ -19,7 +20,6 @@ from emem_graph.retrieval.search import (
     reciprocal_rank_fusion,
     split_request,
 )
-from emem_graph.retrieval.tools import _filter
 
 QUIET = {
     "entity_extract_flush_interval": 10**6,
@@ -94,7 +94,7 @@ def test_keyword_search_finds_the_red_chair_in_a_question(make_memory):
         mem.add(text, float(i), 0.0)
     target = mem.add("inventory: lamp, red chair, cable box, bucket, ladder", 50.0, 50.0)
     searcher = mem.tools._search
-    where = _filter()
+    where = perception_filter()
 
     keyword_hits = mem.store.keyword(keyword_query("where is the red chair?"), 5, where)
     assert keyword_hits[0][1].id == target  # the only text with both words
@@ -178,7 +178,7 @@ def test_two_part_request_returns_hits_for_both_parts_in_top_5(make_memory):
     mem.add("a cookbook in the kitchen drawer", 3.0, 9.0)
     request = "put my gift vase and the black book from grandma on the shelf"
 
-    whole = [s.record.id for s in mem.tools._search.search(request, 5, _filter())]
+    whole = [s.record.id for s in mem.tools._search.search(request, 5, perception_filter())]
     split = mem.semantic_search(request, n_results=5).splitlines()
 
     assert book not in whole  # the whole request is dominated by shelves and vases
