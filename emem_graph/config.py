@@ -108,7 +108,7 @@ class MemoryConfig(BaseModel):
     maintenance_interval: float | None = Field(300.0, gt=0.0)
     """Seconds (injected clock) between background maintenance runs (time-window
     consolidation, then archival); None turns the schedule off (maintenance() still works)."""
-    # --- spatial: topological map of places (issue 8, emem_graph.spatial) --------------------
+    # --- spatial: topological map of places (emem_graph.spatial) -----------------------------
     place_spacing: float = Field(2.0, gt=0.0)
     """Metres: a trajectory position closer than this to a place belongs to it (no new place)."""
     place_link_radius: float = Field(3.0, gt=0.0)
@@ -116,7 +116,7 @@ class MemoryConfig(BaseModel):
     place_max_step: float = Field(15.0, gt=0.0)
     """Metres: consecutive trajectory places farther apart than this are not CONNECTed (a jump
     or a gap in the trajectory, not a walk)."""
-    # --- areas: semantic forest of area gists (issue 9, emem_graph.areas) --------------------
+    # --- areas: semantic forest of area gists (emem_graph.areas) -----------------------------
     area_scale: Literal["indoor", "outdoor"] = "indoor"
     """Default area sizes: indoor 8/30/120 m (room, building, site), outdoor 30/120/500 m."""
     area_thresholds: tuple[Annotated[float, Field(gt=0.0)], ...] | None = Field(
