@@ -123,20 +123,20 @@ class SpatioTemporalMemory:
         self._working: deque[Observation] = deque(maxlen=config.working_memory_size)
         self._capabilities: list[Capability] = []
         # Capabilities, one block each (their code lives in their own packages):
-        # capability: spatial (issue 8)
+        # capability: spatial
         from emem_graph.spatial import SpatialTools
 
         self.places = SpatialTools(self, self._store, self._clock)
         """The topological map (places, routes) and the spatial tools (emem_graph.spatial)."""
         self._capabilities.append(self.places)
-        # capability: areas (issue 9)
+        # capability: areas
         from emem_graph.areas import AreaMemory
 
         self.areas = AreaMemory(
             self, self._store, clock=self._clock, guard=self._consolidation.guard
         )
         self._capabilities.append(self.areas)
-        # capability: profile (issue 10)
+        # capability: profile
         from emem_graph.profile import UserProfile
 
         self.profile = UserProfile(self, self._store, clock=self._clock)
@@ -766,7 +766,7 @@ class SpatioTemporalMemory:
         return self.tools.store_specific_memory(content, layer_name, x, y, z)
 
     # --- capabilities' tools (thin delegations, one block per capability) ----------------------
-    # tools: spatial (issue 8)
+    # tools: spatial
     def route_query(
         self,
         target: str,
@@ -802,7 +802,7 @@ class SpatioTemporalMemory:
         self._check_open()
         return self.places.rebuild()
 
-    # tools: areas (issue 9)
+    # tools: areas
     def describe_area(
         self,
         concept: str | None = None,
@@ -819,7 +819,7 @@ class SpatioTemporalMemory:
         """Implicit or global question: chains memory -> room -> ... -> site."""
         return self.areas.global_search(query, n_results, n_walks)
 
-    # tools: profile (issue 10)
+    # tools: profile
     def user_profile(self, query: str, user: str | None = None, k: int = 3) -> str:
         """What a user told the robot about themselves that fits a request (objects they mean
         by personal expressions, routines in order), with grounded positions."""

@@ -21,7 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from emem_graph.areas import schemas as _area_schemas  # noqa: F401  (issue 9: registers its tools)
+from emem_graph.areas import schemas as _area_schemas  # noqa: F401  (registers its tools)
 from emem_graph.errors import (
     InvalidInputError,
     MemoryClosedError,
@@ -30,10 +30,10 @@ from emem_graph.errors import (
 )
 from emem_graph.explore.cypher import format_result, query_graph
 from emem_graph.explore.statement import check_live_bounds, check_statement
-from emem_graph.profile import schemas as _profile_schemas  # noqa: F401  (issue 10: registers user_profile)
+from emem_graph.profile import schemas as _profile_schemas  # noqa: F401  (registers user_profile)
 from emem_graph.retrieval.formatting import collect_records, record_fields
 from emem_graph.retrieval.schemas import ALL_SCHEMAS, tool_definitions
-from emem_graph.spatial import schemas as _spatial_schemas  # noqa: F401  (issue 8: registers its tools)
+from emem_graph.spatial import schemas as _spatial_schemas  # noqa: F401  (registers its tools)
 from ros_bridge.srv_files import srv_definition
 
 if TYPE_CHECKING:
@@ -85,14 +85,14 @@ SERVICES: dict[str, ServiceSpec] = {
         _tool_service("Locate", "locate"),
         _tool_service("Recall", "recall"),
         _tool_service("BodyStatus", "body_status"),
-        # services: spatial (issue 8)
+        # services: spatial
         _tool_service("RouteQuery", "route_query"),
         _tool_service("DirectionalQuery", "directional_query"),
         _tool_service("NavigateTo", "navigate_to"),
-        # services: areas (issue 9)
+        # services: areas
         _tool_service("DescribeArea", "describe_area"),
         _tool_service("GlobalSearch", "global_search"),
-        # services: profile (issue 10)
+        # services: profile
         _tool_service("UserProfile", "user_profile"),
         ServiceSpec("CallTool", "call_tool", None, TOOL_RESPONSE),
         ServiceSpec("ListTools", "list_tools", None, ("names", "schemas_json")),

@@ -99,7 +99,7 @@ class RetrievalTools:
         self._clock = clock
         self._search = HybridSearch(store, host.embed, host.config, clock)
         self._attached: dict[str, Callable[..., str]] = {}
-        # Profile aliases (issue 10): an attached capability's resolve_concept(text) -> text | None
+        # Profile aliases: an attached capability's resolve_concept(text) -> text | None
         # turns "my favorite cup" into what it names before locate and recall search.
         self._resolvers: list[Callable[[str], str | None]] = []
 
@@ -460,7 +460,7 @@ class RetrievalTools:
             self._resolvers.append(resolver)
 
     def _global(self, tool: str, query: str, n_results: int, filters: Mapping[str, object]) -> str:
-        """A core tool's global scope: the attached global_search (area memory, issue 9)."""
+        """A core tool's global scope: the attached global_search (area memory)."""
         given = sorted(name for name, value in filters.items() if value is not None)
         if given:
             raise InvalidInputError(
