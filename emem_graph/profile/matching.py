@@ -7,7 +7,7 @@ cup" / "blue cup" measure 0.79, "mouse pad" / "mouse" 0.80 and "left drawer" / "
 no lexical conflict says otherwise: two different values of one exclusive modifier class (colour,
 side, level, room, size, material), or one phrase's head noun used as a mere modifier in the
 other ("mouse" in "mouse pad", "desk" in "desk lamp"). The figures come from the calibration in
-profile/evaluate.py (``emem-graph profile-eval``), where they are reported.
+evals/profile.py (``emem-graph profile-eval``), where they are reported.
 """
 
 from __future__ import annotations
