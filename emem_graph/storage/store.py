@@ -5,6 +5,10 @@ node also writes a VectorSync journal entry for it; the entry is cleared (inside
 transaction) once LanceDB holds the change. After a crash, whatever is left in the journal is
 exactly what reconcile() redoes on open: time proportional to what is missing, not to the size
 of the memory.
+
+Opening the vector table, and rebuilding from the graph what it lacks, is
+storage/vector_recovery.py; the in-process indexes this store keeps in step are
+storage/observation_index.py and storage/entity_index.py.
 """
 
 from __future__ import annotations
@@ -12,29 +16,26 @@ from __future__ import annotations
 import json
 import logging
 import math
-import sys
 import threading
 from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import replace
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from tqdm import tqdm
 
 from emem_graph.config import MemoryConfig
-from emem_graph.errors import StorageError, VectorStoreDamagedError
+from emem_graph.errors import StorageError
 from emem_graph.filters import VectorFilter
 from emem_graph.ingest.embeddings import EmbeddingProvider
 from emem_graph.models import INTEROCEPTION, Entity, Episode, Gist, Observation, VectorHit
 from emem_graph.storage.changes import GraphChange
 from emem_graph.storage.entity_index import EntityIndex
 from emem_graph.storage.graph import COPY_MIN_ROWS, GraphDB, GraphTransaction
-from emem_graph.storage.health import GraphMark, move_aside, refuse_lost_graph, report_damage
+from emem_graph.storage.health import GraphMark, refuse_lost_graph
 from emem_graph.storage.observation_index import ObservationIndex
 from emem_graph.storage.pending import PendingVectors
 from emem_graph.storage.records import (
@@ -51,7 +52,8 @@ from emem_graph.storage.records import (
     vector_text,
 )
 from emem_graph.storage.sketch import VectorSketch
-from emem_graph.storage.vectors import VectorRow, VectorStore
+from emem_graph.storage.vector_recovery import open_vectors, restore_vectors
+from emem_graph.storage.vectors import VectorRow
 
 log = logging.getLogger(__name__)
 
@@ -60,10 +62,6 @@ VECTOR_DIR = "vectors"
 PENDING_DIR = "pending_vectors"
 _GET_QUERY = {"observation": "get_observations", "gist": "get_gists", "entity": "get_entities"}
 _NODE_TABLE = {"observation": "Observation", "gist": "Gist", "entity": "Entity"}
-REBUILD_BATCH = 8192
-"""Nodes fetched, embedded and added per LanceDB commit when the vector table is rebuilt:
-a rebuild of 100k rows (hashing embedder) took 21 s with 8,192, 62 s with 1,024 (each commit
-counts towards a compaction)."""
 
 
 class MemoryStore:
@@ -100,7 +98,9 @@ class MemoryStore:
             self.index = ObservationIndex()
             self.index.load(self.graph.query_arrow("index_observations"))
             marked = read_only or self._mark.check(len(self.index))
-            self.vectors, rebuilt = self._open_vectors(read_only)
+            self.vectors, rebuilt = open_vectors(
+                self.root / VECTOR_DIR, config, embedder.dim, read_only=read_only
+            )
             self.entities = EntityIndex()
             self._load_entities()
         except BaseException:
@@ -119,7 +119,16 @@ class MemoryStore:
             self.vectors.listen(self._follow_vectors)
         if not read_only:
             self.reconcile()
-            self._restore_vectors(rebuilt, marked=marked)
+            restore_vectors(
+                self.root,
+                self.graph,
+                self.vectors,
+                self.index,
+                fetch=self._fetch,
+                embed=self._embed,
+                damaged=rebuilt,
+                marked=marked,
+            )
         if sketched:
             self._sketch_loader = threading.Thread(
                 target=self._load_sketch, name="emem-sketch", daemon=True
@@ -314,105 +323,6 @@ class MemoryStore:
             self._vector_backlog = False
             log.info("reconciled %d vector entries (%d re-indexed)", len(pending), len(upserts))
             return len(pending)
-
-    def _open_vectors(self, read_only: bool) -> tuple[VectorStore, str | None]:
-        """The vector store; a damaged one is moved aside (read-write only) and a new, empty
-        one opened, to be filled from the graph by _restore_vectors. Returns the store and
-        what was damaged (None when nothing was).
-
-        Raises:
-            VectorStoreDamagedError: the table is damaged and the memory is open read-only.
-        """
-        path = self.root / VECTOR_DIR
-        try:
-            return self._vector_store(), None
-        except VectorStoreDamagedError as exc:
-            if read_only:
-                raise
-            aside = move_aside(path)
-            cause = exc.__cause__ if exc.__cause__ is not None else exc
-            detail = " ".join(str(cause).split())[:300]
-            log.info("%s; moved it to %s", exc, aside.name)
-            return self._vector_store(), (
-                f"the vector table could not be read ({type(cause).__name__}: {detail}); it was "
-                f"moved to {aside.name}"
-            )
-
-    def _vector_store(self) -> VectorStore:
-        config = self.config
-        return VectorStore(
-            self.root / VECTOR_DIR,
-            self._embedder.dim,
-            compact_every=config.vector_compact_every,
-            cleanup_after=timedelta(seconds=config.vector_cleanup_after_seconds),
-            ann_min_rows=config.ann_index_min_rows,
-            ann_reindex_growth=config.ann_reindex_growth,
-            vector_dtype=config.vector_dtype,
-        )
-
-    def _restore_vectors(self, damaged: str | None, *, marked: bool = True) -> int:
-        """Re-index from the graph every node the vector table lacks (principle 1: the graph
-        holds every node's text), after a damaged table was replaced by an empty one or when
-        the table holds fewer rows than the graph's nodes (a lost version). Cheap when nothing
-        is missing: one count in each store. Returns the rows re-indexed.
-
-        Without a graph mark (``marked`` False: a memory from before it), a table holding
-        more rows than the graph's nodes is searched for observations the graph lacks: LanceDB
-        keeps the rows a damaged graph WAL dropped, so they tell that loss once.
-        """
-        expected = sum(int(n) for n in self.graph.query("vector_node_counts")[0].values())
-        rows = self.vectors.count()
-        if damaged is None and rows > expected and not marked:
-            self._report_orphans()
-        if damaged is None and rows >= expected:
-            return 0
-        wanted = self.graph.query_arrow("vector_node_ids")
-        held = set(self.vectors.all_ids())
-        missing: dict[str, list[str]] = {kind: [] for kind in _GET_QUERY}
-        for node_id, kind in zip(
-            wanted.column("id").to_pylist(), wanted.column("kind").to_pylist(), strict=True
-        ):
-            if node_id not in held:
-                missing[kind].append(node_id)
-        total = sum(len(ids) for ids in missing.values())
-        with tqdm(
-            total=total, desc="rebuilding vectors", unit="node", disable=not sys.stderr.isatty()
-        ) as bar:
-            for kind, ids in missing.items():
-                for start in range(0, len(ids), REBUILD_BATCH):
-                    nodes = self._fetch(kind, ids[start : start + REBUILD_BATCH])
-                    chosen = list(nodes.values())
-                    vectors = self._embed([vector_text(n) for n in chosen])
-                    self.vectors.add(
-                        [vector_row(n, v) for n, v in zip(chosen, vectors, strict=True)]
-                    )
-                    bar.update(len(ids[start : start + REBUILD_BATCH]))
-        what = damaged or (
-            f"the vector table held {expected - total} of the {expected} rows the graph's "
-            "nodes need"
-        )
-        report_damage(
-            self.root,
-            what,
-            f"re-indexed {total} nodes from the graph's text with the memory's embedder",
-            counter="vector_rebuilds",
-        )
-        return total
-
-    def _report_orphans(self) -> None:
-        """Report observation rows of the vector table whose node the graph lacks (the graph
-        lost committed observations; their rows are left in LanceDB, text included)."""
-        ids = self.vectors.all_ids(VectorFilter(kinds=("observation",)))
-        orphans = int((self.index.rows_of(ids) < 0).sum()) if ids else 0
-        if orphans:
-            report_damage(
-                self.root,
-                f"the vector table holds {orphans} observations the graph does not: the graph "
-                "lost committed observations (a damaged write-ahead log, graph.kuzu.wal)",
-                "they are lost from the memory (their rows stay in the vector table, text "
-                "included); restore the memory's directory from a backup to get them back",
-                counter="graph_losses",
-            )
 
     # --- reads ---------------------------------------------------------------------------------
 
