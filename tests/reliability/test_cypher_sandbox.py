@@ -33,11 +33,11 @@ from emem_graph.errors import (
 from emem_graph.explore import cypher as cypher_module
 from emem_graph.explore import sandbox as sandbox_module
 from emem_graph.explore.cypher import run_cypher, run_named_query
+from emem_graph.explore.landlock import landlock_abi
 from emem_graph.explore.sandbox import (
     CypherSandbox,
     decode_value,
     encode_value,
-    landlock_abi,
     sandbox_layers,
 )
 from emem_graph.explore.shell import shell
