@@ -17,9 +17,10 @@ Layers, each refusing on its own (the text allow-list of explore.guard comes fir
   ``range()``, included) and when its resident memory passes ``max_memory_mb`` (polled every
   20 ms): QueryTimeoutError, QueryResourceError. The next statement starts a fresh child.
 
-Rows come back as JSON with tagged values (never pickle: the parent trusts nothing the child
-sends) and are decoded to the Python values Kuzu returns (datetime, date, timedelta, UUID,
-Decimal, bytes, nodes as dicts...).
+Rows come back as JSON with tagged values (explore/sandbox_wire.py; never pickle: the parent
+trusts nothing the child sends) and are decoded to the Python values Kuzu returns (datetime,
+date, timedelta, UUID, Decimal, bytes, nodes as dicts...). The Landlock calls are
+explore/landlock.py.
 
 This module is imported in the child with a bare ``emem_graph`` package (the child needs only
 storage.graph; the full package takes seconds to import): keep its top-level imports light.
@@ -27,10 +28,7 @@ storage.graph; the full package takes seconds to import): keep its top-level imp
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import datetime as dt
-import decimal
 import json
 import logging
 import os
@@ -41,22 +39,26 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from emem_graph import errors
 from emem_graph.errors import (
     DatabaseInUseError,
     DatabaseLockedError,
-    EmemGraphError,
     InvalidInputError,
     QueryResourceError,
     QueryTimeoutError,
     StorageError,
 )
 from emem_graph.explore.landlock import landlock_abi, restrict_self
+from emem_graph.explore.sandbox_wire import (
+    decode_value,
+    encode_value,
+    error_document,
+    error_from,
+    send,
+)
 from emem_graph.resources import read_cypher
 from emem_graph.storage.graph import GraphDB
 from emem_graph.storage.open_registry import held_read_write
@@ -106,76 +108,6 @@ def sandbox_layers() -> dict[str, bool]:
     }
 
 
-# --- values over the pipe --------------------------------------------------------------------
-
-
-def encode_value(value: Any) -> Any:
-    """A JSON-able form of one value Kuzu returned; every JSON object in it is a tag."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, list | tuple):
-        return [encode_value(item) for item in value]
-    if isinstance(value, dict):
-        return {"map": [[str(key), encode_value(item)] for key, item in value.items()]}
-    if isinstance(value, dt.datetime):
-        return {"datetime": value.isoformat()}
-    if isinstance(value, dt.date):
-        return {"date": value.isoformat()}
-    if isinstance(value, dt.time):
-        return {"time": value.isoformat()}
-    if isinstance(value, dt.timedelta):
-        return {"timedelta": [value.days, value.seconds, value.microseconds]}
-    if isinstance(value, uuid.UUID):
-        return {"uuid": str(value)}
-    if isinstance(value, decimal.Decimal):
-        return {"decimal": str(value)}
-    if isinstance(value, bytes | bytearray):
-        return {"bytes": base64.b64encode(value).decode("ascii")}
-    return {"text": str(value)}
-
-
-def decode_value(value: Any) -> Any:
-    """The value encode_value encoded.
-
-    Raises:
-        ValueError: not something encode_value writes.
-    """
-    if not isinstance(value, dict | list):
-        return value
-    if isinstance(value, list):
-        return [decode_value(item) for item in value]
-    ((tag, inner),) = value.items()
-    if tag == "map":
-        return {str(key): decode_value(item) for key, item in inner}
-    if tag == "timedelta":
-        days, seconds, micro = inner
-        return dt.timedelta(days=days, seconds=seconds, microseconds=micro)
-    readers: dict[str, Any] = {
-        "datetime": dt.datetime.fromisoformat,
-        "date": dt.date.fromisoformat,
-        "time": dt.time.fromisoformat,
-        "uuid": uuid.UUID,
-        "decimal": decimal.Decimal,
-        "bytes": base64.b64decode,
-        "text": str,
-    }
-    return readers[tag](inner)
-
-
-def _error_document(exc: BaseException) -> dict[str, Any]:
-    kind = type(exc).__name__ if isinstance(exc, EmemGraphError) else "StorageError"
-    message = str(exc) if isinstance(exc, EmemGraphError) else f"{type(exc).__name__}: {exc}"
-    return {"error": {"type": kind, "message": message}}
-
-
-def _error_from(document: dict[str, Any]) -> EmemGraphError:
-    kind = getattr(errors, str(document.get("type")), None)
-    message = str(document.get("message", "the sandboxed query failed"))
-    if isinstance(kind, type) and issubclass(kind, EmemGraphError):
-        return kind(message)
-    return StorageError(message)
-
-
 # --- the child -------------------------------------------------------------------------------
 
 
@@ -210,18 +142,18 @@ def child_main(argv: list[str]) -> None:
             graph_path, read_only=True, buffer_pool_mb=buffer_pool_mb, max_db_size=reserve
         )
     except DatabaseLockedError:
-        _send(out, _error_document(DatabaseLockedError.held_elsewhere(root)))
+        send(out, error_document(DatabaseLockedError.held_elsewhere(root)))
         return
     except BaseException as exc:
-        _send(out, _error_document(exc))
+        send(out, error_document(exc))
         return
     try:
         graph.ensure_schema({})
     except BaseException as exc:
-        _send(out, _error_document(exc))
+        send(out, error_document(exc))
         graph.close()
         return
-    _send(out, {"ready": {"landlock_abi": abi}})
+    send(out, {"ready": {"landlock_abi": abi}})
     for line in sys.stdin:
         try:
             request = json.loads(line)
@@ -241,14 +173,9 @@ def child_main(argv: list[str]) -> None:
                 }
             }
         except BaseException as exc:
-            answer = _error_document(exc)
-        _send(out, answer)
+            answer = error_document(exc)
+        send(out, answer)
     graph.close()
-
-
-def _send(out: Any, document: dict[str, Any]) -> None:
-    out.write(json.dumps(document, ensure_ascii=False) + "\n")
-    out.flush()
 
 
 # --- the parent ------------------------------------------------------------------------------
@@ -348,7 +275,7 @@ class CypherSandbox:
             self._died("before the statement")
         answer = self._answer(timeout_s + KILL_GRACE_S, timeout_s=timeout_s)
         if "error" in answer:
-            raise _error_from(answer["error"])
+            raise error_from(answer["error"])
         body = answer["result"]
         return CypherResult(
             columns=[str(name) for name in body["columns"]],
@@ -416,7 +343,7 @@ class CypherSandbox:
         ready = self._answer(STARTUP_TIMEOUT_S, timeout_s=None)
         if "error" in ready:
             self.close()
-            raise _error_from(ready["error"])
+            raise error_from(ready["error"])
         self.landlock_abi = int(ready["ready"]["landlock_abi"])
         if self.landlock_abi < 1 and not _warned:
             _warned = True
@@ -538,7 +465,5 @@ def _resident_mb(pid: int) -> float:
 __all__ = [
     "DEFAULT_MAX_MEMORY_MB",
     "CypherSandbox",
-    "decode_value",
-    "encode_value",
     "sandbox_layers",
 ]

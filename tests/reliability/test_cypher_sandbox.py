@@ -34,12 +34,8 @@ from emem_graph.explore import cypher as cypher_module
 from emem_graph.explore import sandbox as sandbox_module
 from emem_graph.explore.cypher import run_cypher, run_named_query
 from emem_graph.explore.landlock import landlock_abi
-from emem_graph.explore.sandbox import (
-    CypherSandbox,
-    decode_value,
-    encode_value,
-    sandbox_layers,
-)
+from emem_graph.explore.sandbox import CypherSandbox, sandbox_layers
+from emem_graph.explore.sandbox_wire import decode_value, encode_value
 from emem_graph.explore.shell import shell
 from emem_graph.storage.graph import GraphDB
 from ros_bridge import services as services_module
