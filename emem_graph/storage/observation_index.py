@@ -8,6 +8,8 @@ columns (no vectors) in NumPy arrays and lists, is rebuilt from the graph on ope
 every committed write: appends from the flush, tier changes and archival from GraphChanges. The
 graph stays the source of truth; the index is never written to disk.
 
+Area reads gather their candidate rows from a grid of cells (storage/cell_grid.py).
+
 Memory: about 150 bytes per observation plus its text (~250 MB at 1M observations), and the
 vector sketch (storage/sketch.py) when the store keeps one.
 """
@@ -25,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from emem_graph.models import AGENT_NOTE, INTEROCEPTION, Observation, Tier
+from emem_graph.storage.cell_grid import CELL, CellGrid
 from emem_graph.storage.records import metadata_of
 from emem_graph.storage.sketch import VectorSketch
 
@@ -32,15 +35,8 @@ TIERS: tuple[Tier, ...] = ("working", "short_term", "long_term", "archived")
 _TIER_CODE: dict[str, int] = {tier: code for code, tier in enumerate(TIERS)}
 _ARCHIVED = _TIER_CODE["archived"]
 _INITIAL_CAPACITY = 1024
-CELL = 1.0
-"""Metres per side of the grid cells that area reads gather their candidate rows from. Cells
-exist only where observations are. Nearest-10 within 5 m on the benchmark's patrol (index
-alone, p50): 1 m cells 0.13 ms at 100k rows and 0.18 ms at 1M; 2 m 0.11 / 0.34 ms; 4 m
-0.06 / 0.53 ms (a cell on the patrol route holds ten times the rows at 1M)."""
 _GRID_SHARE = 0.25
 """An area read whose cells hold more than this share of all rows scans every row instead."""
-_INT64_CELLS = float(2**62)
-"""Cell numbers from this magnitude on are not held as int64 (_grid_add_far)."""
 
 
 @dataclass(frozen=True)
@@ -127,9 +123,9 @@ class ObservationIndex:
         self._row: dict[str, int] = {}
         self._layer_code: dict[str, int] = {}
         self._layer_names: list[str] = []
-        self._cells: dict[tuple[int, int], _Rows] = {}
-        """Rows by grid cell (floor(x / CELL), floor(y / CELL)): area reads look at the
-        cells a circle covers, not at every row."""
+        self._cells = CellGrid()
+        """Rows by grid cell: area reads look at the cells a circle covers, not at every
+        row (read and filled under ``_lock``)."""
         self._sorted = True
         """Whether every row so far came in time order (then windows are found by bisection
         and latest readings by scanning back from the end, not by a pass over every row)."""
@@ -433,8 +429,7 @@ class ObservationIndex:
             if (2 * ring + 1) ** 2 > max(64, 4 * len(self._cells)):
                 return None  # a sparse area and a wide circle: the cells do not pay
             with self._lock:
-                cells = [self._cells.get(key) for key in _ring_keys(cx, cy, ring)]
-            parts.extend(cell.view() for cell in cells if cell is not None)
+                parts.extend(self._cells.ring(cx, cy, ring))
             whole = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
             local = whole[(whole >= lo) & (whole < lo + snap.n)] - lo
             if local.size > _GRID_SHARE * snap.n:
@@ -513,12 +508,7 @@ class ObservationIndex:
         if (x1 - x0 + 1) * (y1 - y0 + 1) > max(64, len(self._cells)):
             return None
         with self._lock:
-            parts = [
-                cell.view()
-                for kx in range(x0, x1 + 1)
-                for ky in range(y0, y1 + 1)
-                if (cell := self._cells.get((kx, ky))) is not None
-            ]
+            parts = self._cells.covering(x0, x1, y0, y1)
         if not parts:
             return np.empty(0, dtype=np.int64)
         whole = np.concatenate(parts)
@@ -528,42 +518,6 @@ class ObservationIndex:
         local = whole[(whole >= lo) & (whole < lo + snap.n)] - lo
         local.sort()
         return local
-
-    def _grid_add(self, start: int, x: np.ndarray, y: np.ndarray) -> None:
-        if x.size == 0:
-            return
-        fx, fy = np.floor(x / CELL), np.floor(y / CELL)
-        if max(float(np.abs(fx).max()), float(np.abs(fy).max())) >= _INT64_CELLS:
-            self._grid_add_far(start, x, y)
-            return
-        kx, ky = fx.astype(np.int64), fy.astype(np.int64)
-        x0, y0 = int(kx.min()), int(ky.min())
-        span = int(ky.max()) - y0 + 1
-        if (int(kx.max()) - x0 + 1) * span < 2**62:
-            keys = (kx - x0) * span + (ky - y0)  # one integer per cell: a 1-D sort
-        else:
-            pairs = np.stack([kx, ky], axis=1)
-            keys = np.unique(pairs, axis=0, return_inverse=True)[1].reshape(-1)
-        order = np.argsort(keys, kind="stable")  # rows stay ascending within a cell
-        ordered = keys[order]
-        firsts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]).tolist()
-        for first, end in zip(firsts, [*firsts[1:], order.size], strict=True):
-            row = int(order[first])
-            key = (int(kx[row]), int(ky[row]))
-            cell = self._cells.get(key)
-            if cell is None:
-                cell = self._cells[key] = _Rows()
-            cell.extend(order[first:end] + start)
-
-    def _grid_add_far(self, start: int, x: np.ndarray, y: np.ndarray) -> None:
-        """_grid_add() for a batch with cells beyond int64 (coordinates past about 1e19 m are
-        accepted, e.g. 1e308): each row filed under Python-int cells, as reads compute them."""
-        for at, (px, py) in enumerate(zip(x.tolist(), y.tolist(), strict=True)):
-            key = (math.floor(px / CELL), math.floor(py / CELL))
-            cell = self._cells.get(key)
-            if cell is None:
-                cell = self._cells[key] = _Rows()
-            cell.extend(np.array([start + at], dtype=np.int64))
 
     def _snapshot(self) -> _Snapshot:
         with self._lock:
@@ -633,7 +587,7 @@ class ObservationIndex:
             if self._sorted and count:
                 previous = self._t[start - 1] if start else -np.inf
                 self._sorted = bool(t[0] >= previous and np.all(t[1:] >= t[:-1]))
-            self._grid_add(start, x, y)
+            self._cells.add(start, x, y)
             self._body_codes.update(
                 int(code) for code in np.unique(self._layer[start:end][self._body[start:end]])
             )
@@ -668,16 +622,6 @@ class ObservationIndex:
         return code
 
 
-def _ring_keys(cx: int, cy: int, ring: int) -> list[tuple[int, int]]:
-    """The grid cells at Chebyshev distance ``ring`` from cell (cx, cy)."""
-    if ring == 0:
-        return [(cx, cy)]
-    side = range(-ring, ring + 1)
-    keys = [(cx + d, cy - ring) for d in side] + [(cx + d, cy + ring) for d in side]
-    keys += [(cx - ring, cy + d) for d in side[1:-1]] + [(cx + ring, cy + d) for d in side[1:-1]]
-    return keys
-
-
 def _squared_distance(snap: _Snapshot, x: float, y: float) -> np.ndarray:
     """Squared distance of every row of ``snap`` to (x, y). Coordinates up to 1e308 are
     accepted: far apart, the square overflows to inf (never within a radius), quietly, as
@@ -685,27 +629,6 @@ def _squared_distance(snap: _Snapshot, x: float, y: float) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         d2: np.ndarray = (snap.x - x) ** 2 + (snap.y - y) ** 2
     return d2
-
-
-class _Rows:
-    """A growing array of row numbers (a grid cell's). Readers keep the array they took:
-    growing makes a new one."""
-
-    def __init__(self) -> None:
-        self._rows = np.empty(16, dtype=np.int64)
-        self._n = 0
-
-    def extend(self, rows: np.ndarray) -> None:
-        end = self._n + rows.size
-        if end > self._rows.size:
-            grown = np.empty(max(end, 2 * self._rows.size), dtype=np.int64)
-            grown[: self._n] = self._rows[: self._n]
-            self._rows = grown
-        self._rows[self._n : end] = rows
-        self._n = end
-
-    def view(self) -> np.ndarray:
-        return self._rows[: self._n]
 
 
 _TEXT_COLUMNS = ("id", "text", "layer", "source_type", "tier", "episode_id", "metadata")
