@@ -179,15 +179,7 @@ class GraphDB:
         try:
             # Kuzu kills the process on some damage: a file not sealed by a clean close is
             # opened in a child process first (storage/probe.py).
-            wal = path.with_name(f"{path.name}.wal")
-            if path.exists() and not probe.is_sealed(path, unsealed_by=[wal]):
-                log.debug("opening %s in a child process first (not sealed)", path)
-                crash = probe.crash_in_child(probe.GRAPH_PROGRAM, [str(path), str(int(read_only))])
-                if crash is not None:
-                    raise DamagedMemoryError(
-                        f"cannot open graph database {path}: the graph engine crashed opening "
-                        f"it ({crash}; damaged); restore the memory's directory from a backup"
-                    )
+            probe.check_graph(path, read_only=read_only)
             if not read_only:
                 probe.break_seal(path)
             # buffer_pool_mb, max_db_size (the address space Kuzu reserves for its buffer

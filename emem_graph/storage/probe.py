@@ -30,10 +30,14 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from emem_graph.errors import DamagedMemoryError
+from emem_graph.storage.health import report_damage
 
 log = logging.getLogger(__name__)
 
@@ -155,3 +159,44 @@ def crash_in_child(program: str, args: Sequence[str]) -> str | None:
     if run.returncode < 0:
         return signal.Signals(-run.returncode).name
     return None
+
+
+def check_graph(path: Path, *, read_only: bool) -> None:
+    """Open the graph file ``path`` in a child process first unless it is sealed.
+
+    A child that crashes with a write-ahead log beside the graph is tried again without it:
+    opened read-write, the log is moved aside (``graph.kuzu.wal.damaged-<time>``, never
+    deleted) and reported; the writes it held are then missing from the graph, which the
+    graph's high-water mark reports as a loss (health.py).
+
+    Raises:
+        DamagedMemoryError: the graph engine crashes opening the file (without its log).
+    """
+    wal = path.with_name(f"{path.name}.wal")
+    if not path.exists() or is_sealed(path, unsealed_by=[wal]):
+        return
+    log.debug("opening %s in a child process first (not sealed)", path)
+    arguments = [str(path), str(int(read_only))]
+    crash = crash_in_child(GRAPH_PROGRAM, arguments)
+    if crash is not None and wal.exists() and wal.stat().st_size > 0:
+        if read_only:
+            raise DamagedMemoryError(
+                f"cannot open graph database {path}: the graph engine crashed replaying its "
+                f"write-ahead log ({crash}; damaged); open the memory read-write once to set "
+                "the log aside, or restore the memory's directory from a backup"
+            )
+        aside = wal.with_name(
+            f"{wal.name}.damaged-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+        )
+        os.replace(wal, aside)
+        report_damage(
+            path.parent,
+            f"the graph's write-ahead log crashed the graph engine on replay ({crash})",
+            f"it was moved to {aside.name}; the writes it held are not in the graph",
+        )
+        crash = crash_in_child(GRAPH_PROGRAM, arguments)
+    if crash is not None:
+        raise DamagedMemoryError(
+            f"cannot open graph database {path}: the graph engine crashed opening it ({crash}; "
+            "damaged); restore the memory's directory from a backup"
+        )
