@@ -146,7 +146,8 @@ def break_seal(path: Path) -> None:
 
 def crash_in_child(program: str, args: Sequence[str]) -> str | None:
     """Run ``program`` (Python text) in a child process with ``args``: how it crashed (the
-    signal's name, or a timeout), or None when it exited, with an error or without."""
+    signal's name, or a timeout), or None when it exited, with an error or without, or when
+    no child process can be started."""
     try:
         run = subprocess.run(
             [sys.executable, "-c", program, *args],
@@ -156,6 +157,11 @@ def crash_in_child(program: str, args: Sequence[str]) -> str | None:
         )
     except subprocess.TimeoutExpired:
         return f"did not finish in {PROBE_TIMEOUT_S:.0f} s"
+    except OSError as exc:
+        # No child can be started here (the Cypher sandbox forbids exec: it is itself the
+        # child process that contains a crash): open in this process.
+        log.debug("no child process for the probe (%s): opening in this one", exc)
+        return None
     if run.returncode < 0:
         return signal.Signals(-run.returncode).name
     return None
