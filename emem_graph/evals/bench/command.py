@@ -59,7 +59,7 @@ def add_arguments(bench: argparse.ArgumentParser) -> None:
         "--scale-from",
         metavar="RUN.json",
         help="the --json output of a smaller run: add each figure's ratio to it, and check "
-        "that p50 latencies grew at most 2x (issue 5: 1M against 100k)",
+        "that p50 latencies grew at most 2x (e.g. 1M against 100k)",
     )
     bench.add_argument(
         "--scale-with",
