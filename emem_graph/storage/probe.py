@@ -27,9 +27,11 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Sequence
@@ -182,25 +184,36 @@ def check_graph(path: Path, *, read_only: bool) -> None:
     if not path.exists() or is_sealed(path, unsealed_by=[wal]):
         return
     log.debug("opening %s in a child process first (not sealed)", path)
-    arguments = [str(path), str(int(read_only))]
-    crash = crash_in_child(GRAPH_PROGRAM, arguments)
-    if crash is not None and wal.exists() and wal.stat().st_size > 0:
+    has_log = wal.exists() and wal.stat().st_size > 0
+    if has_log and not read_only:
+        # A child replaying the log writes into the graph file (a checkpoint) and may crash
+        # half way, leaving it damaged: the log is replayed on a copy of both files.
+        with tempfile.TemporaryDirectory(dir=path.parent, prefix=".probe-") as scratch:
+            copy = Path(scratch) / path.name
+            shutil.copyfile(path, copy)
+            shutil.copyfile(wal, copy.with_name(wal.name))
+            crash = crash_in_child(GRAPH_PROGRAM, [str(copy), "0"])
+    else:
+        crash = crash_in_child(GRAPH_PROGRAM, [str(path), str(int(read_only))])
+    if crash is not None and has_log:
         if read_only:
             raise DamagedMemoryError(
                 f"cannot open graph database {path}: the graph engine crashed replaying its "
                 f"write-ahead log ({crash}; damaged); open the memory read-write once to set "
                 "the log aside, or restore the memory's directory from a backup"
             )
-        aside = wal.with_name(
-            f"{wal.name}.damaged-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
-        )
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        aside = wal.with_name(f"{wal.name}.damaged-{stamp}")
         os.replace(wal, aside)
-        report_damage(
-            path.parent,
-            f"the graph's write-ahead log crashed the graph engine on replay ({crash})",
-            f"it was moved to {aside.name}; the writes it held are not in the graph",
-        )
-        crash = crash_in_child(GRAPH_PROGRAM, arguments)
+        replay_crash, crash = crash, crash_in_child(GRAPH_PROGRAM, [str(path), "0"])
+        if crash is not None:  # the graph file itself: the log goes back where it was
+            os.replace(aside, wal)
+        else:
+            report_damage(
+                path.parent,
+                f"the graph's write-ahead log crashed the graph engine on replay ({replay_crash})",
+                f"it was moved to {aside.name}; the writes it held are not in the graph",
+            )
     if crash is not None:
         raise DamagedMemoryError(
             f"cannot open graph database {path}: the graph engine crashed opening it ({crash}; "
