@@ -333,7 +333,7 @@ def _replay(
             if fired or (rate_trigger and pipeline.due(t)):
                 pipeline.tick(t)
         if rate_trigger and summary.end is not None:
-            pipeline.tick(summary.end)  # the last trigger the live node would have run
+            pipeline.tick(summary.end, final=True)  # the last trigger the live node would have run
     flushing = time.perf_counter()
     memory.flush()
     summary.flush_s = time.perf_counter() - flushing

@@ -339,7 +339,9 @@ class BridgeNode:
         if self.config.trigger.rate_hz is None:
             return
         try:
-            stored = self.owner.call(lambda memory: self.pipeline.tick(), timeout_s=timeout_s)
+            stored = self.owner.call(
+                lambda memory: self.pipeline.tick(final=True), timeout_s=timeout_s
+            )
         except Exception as exc:  # closing goes on: the memory is flushed and closed below
             log.warning("the last tick at shutdown failed: %s: %s", type(exc).__name__, exc)
             return

@@ -52,6 +52,9 @@ class IngestStats:
     """Layer messages skipped because their text was unchanged and the robot had not moved."""
     superseded: int = 0
     """Layer messages replaced by a newer one on the same layer before a trigger."""
+    awaited_pose: int = 0
+    """Times a trigger kept a layer message for the next one because no pose sample newer than
+    the message had arrived yet (so its pose is interpolated, not the last older sample)."""
     triggers: int = 0
     """Times tick() ran."""
 
@@ -172,13 +175,20 @@ class IngestPipeline:
 
     # --- the memory's thread -------------------------------------------------------------------
 
-    def tick(self, now: float | None = None) -> int:
+    def tick(self, now: float | None = None, final: bool = False) -> int:
         """Store every layer's pending message once (the trigger fired at ``now``).
 
         A pending message is used at most once, whatever happens to it: stored, or dropped as
         stale (older than its layer's max_age at ``now``), empty, without a pose at its time,
         or unchanged since the layer's last observation while the robot stood still. Must run on
         the thread that owns the memory.
+
+        One exception keeps positions right when odometry lags: a message newer than the newest
+        pose sample (which is itself within position.max_age of it) waits for the next trigger,
+        so that its pose is interpolated between the samples either side of its time instead of
+        taken from the older one. It waits at most position.max_age past its time (then the
+        older sample is used), and not at all when ``final`` (the last tick: shutdown, end of a
+        bag). A newer message on its layer supersedes it as usual.
 
         Returns:
             How many observations (perception and body state) were stored.
@@ -191,9 +201,31 @@ class IngestPipeline:
         stored = 0
         for layer in self.config.layers:
             item = pending.get(layer.name)
-            if item is not None and self._store(layer, item, now):
+            if item is None:
+                continue
+            if not final and self._awaits_pose(item, now):
+                self._hold(layer, item)
+            elif self._store(layer, item, now):
                 stored += 1
         return stored
+
+    def _awaits_pose(self, item: _Pending, now: float) -> bool:
+        position = self.config.position
+        if self.poses is None or position is None:
+            return False
+        latest = self.poses.latest()
+        if latest is None or latest.stamp is None:
+            return False
+        gap = item.stamp - latest.stamp
+        return 0.0 < gap <= position.max_age and now - item.stamp <= position.max_age
+
+    def _hold(self, layer: LayerConfig, item: _Pending) -> None:
+        with self._lock:
+            self.stats.awaited_pose += 1
+            if layer.name in self._pending:  # a newer message came while this tick ran
+                self.stats.superseded += 1
+            else:
+                self._pending[layer.name] = item
 
     def _store(self, layer: LayerConfig, item: _Pending, now: float) -> bool:
         if now - item.stamp > layer.max_age:

@@ -125,6 +125,39 @@ def test_a_message_is_stored_once_not_at_every_tick(
     assert pipeline.stats.superseded == 1
 
 
+def test_a_message_newer_than_every_pose_waits_for_the_next_sample(
+    memory: SpatioTemporalMemory, clock: SimClock
+) -> None:
+    """Odometry lagging behind a message (a starved publisher, DDS latency): the trigger keeps
+    the message until a pose sample after its time arrives, then interpolates; it does not take
+    the last older sample (0.4 m off here)."""
+    pipeline = IngestPipeline(memory, bridge_config(), clock=clock)
+    drive_odometry(pipeline, 10.0, 11.0, speed=2.0)  # last sample at 11.0, x = 2.0
+    pipeline.on_message("/scene", rm.string("a door"), receive_time=11.2)
+    assert pipeline.tick(11.25) == 0
+    assert pipeline.stats.awaited_pose == 1 and stored(memory) == []
+    pipeline.on_message("/odom", rm.odometry(11.3, 2.6, 1.0, yaw=0.3), 11.3)
+    assert pipeline.tick(11.5) == 1
+    (door,) = stored(memory)
+    assert door.x == pytest.approx(2.4) and door.timestamp == pytest.approx(11.2)
+    # Odometry that never comes back: the message waits at most position.max_age past its
+    # time, then takes the last sample (within max_age) as before.
+    pipeline.on_message("/scene", rm.string("a window"), receive_time=11.8)
+    assert pipeline.tick(12.0) == 0
+    assert pipeline.tick(12.9) == 1
+    assert [o.x for o in stored(memory)] == [pytest.approx(2.4), pytest.approx(2.6)]
+    # The last tick (shutdown, end of a bag) never keeps anything back.
+    pipeline.on_message("/scene", rm.string("a stair"), receive_time=12.0)
+    assert pipeline.tick(12.05, final=True) == 1
+    # A newer message on the layer while one waits supersedes it, counted once.
+    pipeline.on_message("/scene", rm.string("a lamp"), receive_time=12.1)
+    pipeline.tick(12.15)
+    pipeline.on_message("/scene", rm.string("a rug"), receive_time=12.2)
+    pipeline.tick(12.25, final=True)
+    assert [o.text for o in stored(memory)][-1] == "a rug"
+    assert pipeline.stats.superseded == 1
+
+
 def test_stale_messages_are_dropped_and_counted(
     memory: SpatioTemporalMemory, clock: SimClock
 ) -> None:
