@@ -77,10 +77,14 @@ def test_every_llm_outcome_ends_with_a_closed_episode_and_a_gist(
     assert gist["count"] == gist["edges"] == 6  # body state is never summarized
     assert gist["layer"] is None  # detections and captions: a cross-layer gist
     assert episode.gist == gist["text"]
+    # The LLM's answer or the digest, then how many observations, where and when.
     if mode in ("ok", "bad_json"):
-        assert gist["text"] == REPLY
+        assert gist["text"].startswith(REPLY + " 6 observations around (2.1, 2.1), ")
     else:
-        assert gist["text"].startswith("[captions] A red chair next to the kitchen table.")
+        assert gist["text"].startswith(
+            "A red chair next to the kitchen table (3x). Detected chair 3x, table 3x. "
+            "6 observations around (2.1, 2.1), "
+        )
     assert "battery" not in gist["text"]
     names = {e.name for e in map(mem.store.get_entity, entity_ids(mem)) if e}
     assert names == {"red chair", "kitchen table"}  # detections by rule + captions (LLM or rule)

@@ -102,7 +102,9 @@ class EpisodeConsolidator:
                 on_rows=expect_count(len(chunk), f"observations summarized by gist {gist.id}"),
             )
             change.retier([o.id for o in chunk], "observation", "long_term")
-        change.run("set_episode_gist", {"id": episode_id, "gist": self._texts.combine(texts)})
+        change.run(
+            "set_episode_gist", {"id": episode_id, "gist": self._texts.combine(texts, observations)}
+        )
         self._store.apply(change)
         log.info("episode %s consolidated into %d gist(s)", episode_id, len(gists))
         return [g.id for g in gists]

@@ -1,4 +1,4 @@
-"""FallbackLLM: the LLMClient that needs no model — extractive summaries and rule-based entities.
+"""FallbackLLM: the LLMClient that needs no model — digests (summaries) and rule-based entities.
 
 Consolidation uses these building blocks directly whenever no LLM is configured or the LLM fails;
 this class offers the same behaviour through the LLMClient protocol (for callers that want to pass
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from emem_graph.consolidation.detections import RuleBasedExtractor
 from emem_graph.llm.client import ExtractedEntity
-from emem_graph.text.extractive import Embed, cross_layer_summary, extractive_summary
+from emem_graph.text.digest import summarize_texts
+from emem_graph.text.extractive import Embed
 
 
 class FallbackLLM:
@@ -18,7 +19,7 @@ class FallbackLLM:
     Args:
         embed: the memory's embedder (``texts -> (N, dim)`` array), used to pick the most
             representative, non-redundant texts.
-        max_sentences: texts a summary keeps.
+        max_sentences: kept for compatibility (a digest keeps at most two free texts).
         extractor: the rule-based extractor (shares its label vocabulary), or a new one.
     """
 
@@ -34,12 +35,12 @@ class FallbackLLM:
         self.extractor = extractor or RuleBasedExtractor()
 
     def summarize(self, texts: list[str]) -> str:
-        """The most representative, non-redundant texts, in order."""
-        return extractive_summary(texts, self._embed, max_sentences=self.max_sentences)
+        """A digest (text/digest.py): things with counts, the most representative texts."""
+        return summarize_texts(texts, self._embed)
 
     def synthesize(self, texts_by_layer: dict[str, list[str]]) -> str:
-        """Per-layer extractive summaries plus what several layers agree on."""
-        return cross_layer_summary(texts_by_layer, self._embed, max_sentences=self.max_sentences)
+        """The digest of every layer's texts together (what they name, counted once)."""
+        return summarize_texts([t for texts in texts_by_layer.values() for t in texts], self._embed)
 
     def extract_entities(self, texts: list[str]) -> list[ExtractedEntity]:
         """Entities from detection lists, and known labels named in free text."""

@@ -21,20 +21,14 @@ from emem_graph.llm.guard import LLMGuard
 from emem_graph.models import Gist, Observation
 from emem_graph.storage.changes import GraphChange
 from emem_graph.storage.records import gist_vector
-from emem_graph.text.extractive import (
-    Embed,
-    cross_layer_summary,
-    extractive_summary,
-    select_representative,
-    unique_texts,
-)
+from emem_graph.text import digest
+from emem_graph.text.detections import parse_detections
+from emem_graph.text.extractive import Embed, select_representative, unique_texts
 
 VectorsOf = Callable[[Sequence[str]], dict[str, np.ndarray]]
 
 EXTENT_MARGIN = 0.5
 """Metres around the positions' convex hull (a single position is still an area)."""
-MAX_GIST_CHARS = 2000
-MAX_EPISODE_GIST_CHARS = 1200
 
 
 def split_at_gaps(observations: Sequence[Observation], window: float) -> list[list[Observation]]:
@@ -127,13 +121,21 @@ def add_gist(change: GraphChange, gist: Gist, vector: np.ndarray) -> None:
 
 
 class GistTexts:
-    """Writes gist text: the LLM when it answers, the extractive fallback otherwise.
+    """Writes gist text: the LLM's summary when it answers acceptably, the digest otherwise.
+
+    Either way a gist is a summary, not its observations back to back: distinct things with how
+    often they were seen (names kept whole), the most representative one or two free texts, and
+    how many observations it covers, where and when (text/digest.py). The LLM is given that
+    digest's material (each distinct text once, with its count) and its answer is checked
+    (text/digest.acceptable): too long, not shorter than its parts, or repeating a sentence, and
+    the digest is written instead. The footer (count, place, time span) ends both, so gists of
+    two visits to the same place do not carry the same text.
 
     Args:
         guard: the guarded LLM (its ``call`` returns None when the fallback must answer).
         embed: the memory's embedder.
         vectors_of: stored vectors by observation id (reused instead of re-embedding).
-        max_sentences: texts an extractive summary keeps.
+        max_sentences: kept for compatibility (the digest keeps at most digest.MAX_TEXTS texts).
     """
 
     def __init__(
@@ -145,46 +147,67 @@ class GistTexts:
         self.max_sentences = max_sentences
         self.llm_texts = 0
         self.fallback_texts = 0
+        self.llm_rejected = 0
+        """LLM answers set aside by digest.acceptable (too long, repeated, not shorter)."""
 
     def write(self, observations: Sequence[Observation]) -> str:
-        """The text of a gist of ``observations`` (one layer: a summary; several: a synthesis
-        across layers)."""
+        """The text of a gist of ``observations`` (any layers)."""
         ordered = sorted(observations, key=lambda o: o.timestamp)
         vectors = self._vectors(ordered)
-        by_layer: dict[str, list[int]] = {}
-        for index, observation in enumerate(ordered):
-            by_layer.setdefault(observation.layer_name, []).append(index)
-        texts = {layer: [ordered[i].text for i in rows] for layer, rows in by_layer.items()}
-        matrices = {layer: vectors[rows] for layer, rows in by_layer.items()}
-        answer: object = None
-        if self._guard.enabled:
-            chosen = {layer: self._prompt_texts(texts[layer], matrices[layer]) for layer in texts}
-            if len(chosen) == 1:
-                answer = self._guard.call("summarize", next(iter(chosen.values())))
-            else:
-                answer = self._guard.call("synthesize", chosen)
-        if isinstance(answer, str) and answer.strip():
+        answer = self._ask(ordered, vectors) if self._guard.enabled else None
+        if answer is not None:
             self.llm_texts += 1
-            return _clip(" ".join(answer.split()), MAX_GIST_CHARS)
+            return answer
         self.fallback_texts += 1
-        if len(texts) == 1:
-            layer = next(iter(texts))
-            return extractive_summary(
-                texts[layer], self._embed, vectors=matrices[layer], max_sentences=self.max_sentences
-            )
-        return cross_layer_summary(
-            texts, self._embed, vectors_by_layer=matrices, max_sentences=self.max_sentences
-        )
+        return self._digest(ordered, vectors)
 
-    def combine(self, texts: Sequence[str]) -> str:
-        """One summary of an episode from the texts of its chunks' gists."""
+    def combine(self, texts: Sequence[str], observations: Sequence[Observation]) -> str:
+        """One summary of an episode from its chunks' gist texts: the LLM's summary of them
+        (checked), or the digest of all the episode's ``observations`` — never the chunks'
+        texts back to back."""
         parts = [t for t in texts if t]
         if len(parts) <= 1:
             return parts[0] if parts else ""
-        answer = self._guard.call("summarize", list(parts)) if self._guard.enabled else None
-        if isinstance(answer, str) and answer.strip():
-            return _clip(" ".join(answer.split()), MAX_EPISODE_GIST_CHARS)
-        return _clip(" ".join(parts), MAX_EPISODE_GIST_CHARS)
+        ordered = sorted(observations, key=lambda o: o.timestamp)
+        tail = _footer(ordered)
+        if self._guard.enabled:
+            answer = self._checked(self._guard.call("summarize", list(parts)), parts, tail)
+            if answer is not None:
+                return answer
+        return self._digest(ordered, self._vectors(ordered))
+
+    def _digest(self, ordered: Sequence[Observation], vectors: np.ndarray) -> str:
+        return digest.summarize_texts(
+            [o.text for o in ordered],
+            self._embed,
+            vectors=vectors,
+            positions=[(o.x, o.y) for o in ordered],
+            times=[o.timestamp for o in ordered],
+        )
+
+    def _ask(self, ordered: Sequence[Observation], vectors: np.ndarray) -> str | None:
+        by_layer: dict[str, list[int]] = {}
+        for index, observation in enumerate(ordered):
+            by_layer.setdefault(observation.layer_name, []).append(index)
+        chosen = {
+            layer: self._prompt_texts([ordered[i].text for i in rows], vectors[rows])
+            for layer, rows in by_layer.items()
+        }
+        if len(chosen) == 1:
+            answer = self._guard.call("summarize", next(iter(chosen.values())))
+        else:
+            answer = self._guard.call("synthesize", chosen)
+        return self._checked(answer, [o.text for o in ordered], _footer(ordered))
+
+    def _checked(self, answer: object, parts: Sequence[str], tail: str) -> str | None:
+        if answer is None:
+            return None
+        limit = digest.LLM_GIST_MAX_CHARS - len(tail) - 1
+        text = digest.acceptable(answer, digest.parts_length(parts), limit)
+        if text is None:
+            self.llm_rejected += 1
+            return None
+        return f"{text} {tail}"
 
     def _vectors(self, observations: Sequence[Observation]) -> np.ndarray:
         stored = self._vectors_of([o.id for o in observations])
@@ -201,16 +224,23 @@ class GistTexts:
 
     @staticmethod
     def _prompt_texts(texts: list[str], vectors: np.ndarray) -> list[str]:
-        distinct, counts, first = unique_texts(texts)
-        if len(distinct) <= MAX_PROMPT_TEXTS:
-            return distinct
-        picked = select_representative(vectors[first], counts, MAX_PROMPT_TEXTS)
-        return [distinct[i] for i in sorted(picked)]
+        """What the LLM reads of one layer: the things of its detection lists with their
+        counts (one line), then its distinct free texts, each once with ``(3x)`` when
+        repeated (the most representative ones when there are too many)."""
+        things = digest.things_sentence(digest.things_seen(texts), limit=MAX_PROMPT_TEXTS)
+        free = [i for i, t in enumerate(texts) if parse_detections(t) is None]
+        distinct, counts, first = unique_texts([texts[i] for i in free])
+        room = MAX_PROMPT_TEXTS - (1 if things else 0)
+        keep = list(range(len(distinct)))
+        if len(distinct) > room:
+            rows = [free[i] for i in first]
+            keep = sorted(select_representative(vectors[rows], counts, room))
+        lines = [f"{distinct[i]} ({counts[i]}x)" if counts[i] > 1 else distinct[i] for i in keep]
+        return ([things] if things else []) + lines
 
 
-def _clip(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text[:limit]
-    end = cut.rfind(". ")
-    return cut[: end + 1] if end > limit // 2 else cut.rstrip() + "…"
+def _footer(ordered: Sequence[Observation]) -> str:
+    points = np.asarray([[o.x, o.y] for o in ordered], dtype=np.float64)
+    center = (float(points[:, 0].mean()), float(points[:, 1].mean()))
+    times = [o.timestamp for o in ordered]
+    return digest.footer(len(ordered), center, min(times), max(times))

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from emem_graph.text.detections import parse_detections
 from emem_graph.text.names import STOPWORDS, singular, words
 
 Embed = Callable[[list[str]], np.ndarray]
@@ -149,22 +150,45 @@ def cross_layer_summary(
 
 
 def shared_terms(texts_by_layer: dict[str, list[str]], limit: int = 8) -> list[str]:
-    """Content words (singular) that at least two layers mention, most mentioned first."""
+    """Things (singular) that at least two layers mention, most mentioned first. The labels
+    of detection lists are whole names: "coffee machine" is one term, not "coffee" and
+    "machine"; other content words count alone."""
     if len(texts_by_layer) < 2:
         return []
+    names = {
+        tuple(d.label.split())
+        for texts in texts_by_layer.values()
+        for text in texts
+        for d in parse_detections(text) or []
+    }
+    longest_first = sorted((n for n in names if len(n) > 1), key=len, reverse=True)
     layers_of: dict[str, set[str]] = {}
     mentions: dict[str, int] = {}
     for layer, texts in texts_by_layer.items():
         for text in texts:
-            for word in words(text):
-                term = singular(word)
-                if term in STOPWORDS or len(term) < 3 or not term.isalpha():
-                    continue
+            for term in _terms([singular(w) for w in words(text)], longest_first):
                 layers_of.setdefault(term, set()).add(layer)
                 mentions[term] = mentions.get(term, 0) + 1
     shared = [t for t, owners in layers_of.items() if len(owners) >= 2]
     shared.sort(key=lambda t: (-len(layers_of[t]), -mentions[t], t))
     return shared[:limit]
+
+
+def _terms(tokens: list[str], names: list[tuple[str, ...]]) -> list[str]:
+    """The terms of a tokenized text: multi-word ``names`` where their words stand together,
+    the remaining content words alone."""
+    taken = [False] * len(tokens)
+    terms: list[str] = []
+    for name in names:
+        size = len(name)
+        for start in range(len(tokens) - size + 1):
+            if not any(taken[start : start + size]) and tuple(tokens[start : start + size]) == name:
+                taken[start : start + size] = [True] * size
+                terms.append(" ".join(name))
+    for token, used in zip(tokens, taken, strict=True):
+        if not used and token not in STOPWORDS and len(token) >= 3 and token.isalpha():
+            terms.append(token)
+    return terms
 
 
 def _sentence(text: str) -> str:
