@@ -342,7 +342,9 @@ def test_a_bind_time_statement_is_killed_at_the_timeout(place: Place) -> None:
             sandbox.run(BIND_BOMB, limit=5, timeout_s=1.0)
         took = time.monotonic() - started
         MEASURED["timeout_overshoot_s"] = round(took - 1.0, 3)
-        assert took < 1.5
+        # Unkilled, the statement runs for minutes. The kill lands within ~0.1 s of the timeout
+        # on an idle machine; 0.5 s of slack failed once on a CI machine loaded by other work.
+        assert took < 5.0
         assert sandbox.run("RETURN 1 AS one", limit=5, timeout_s=30).rows == [[1]]  # respawned
 
 
