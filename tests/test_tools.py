@@ -173,11 +173,12 @@ def test_get_current_context_has_every_section_and_ends_with_body_status(house):
     out = lines(house.memory.get_current_context())
     assert out[0] == "Position: (18.0, 4.2)"
     assert out[1] == "Nearby (3.0m):"
-    assert "  [captions]" in out and "    - a red chair by the balcony door" in out
+    assert "  [captions] a red chair by the balcony door" in out  # the layer on each line
     assert "Nearby entities:" in out
     assert any(re.fullmatch(r"  - \[furniture\] red chair \(seen \d+x\)", row) for row in out)
     recent = out.index("Recent (5.0min):")
-    assert "    - (18.5,4.0) a red chair by the balcony door" in out[recent:]
+    assert "  [captions] (18.5,4.0) a red chair by the balcony door" in out[recent:]
+    assert len(out) == len(set(out))  # no line twice
     body = out.index("Body Status:")
     assert body > recent
     assert out[body + 1 :] == [

@@ -162,19 +162,95 @@ def numbered(lines: list[str]) -> str:
 
 
 def format_by_layer(observations: list[Observation], *, with_coordinates: bool) -> list[str]:
-    """Observations grouped under ``  [{layer}]`` headers (layers sorted), one
-    ``    - ({x},{y}) {text}`` line each (without the position when ``with_coordinates`` is
-    False), in the order given within a layer."""
-    by_layer: dict[str, list[Observation]] = {}
+    """One ``  [{layer}] {text}`` line per distinct text of a layer (layers sorted; within a
+    layer in the order given), ``  [{layer}] ({x},{y}) {text}`` with the position of its first
+    observation when ``with_coordinates``; a text observed several times reads once, with
+    ``(x{n})`` — a planner reads no line twice."""
+    by_layer: dict[str, list[list[Observation]]] = {}
+    keys: dict[tuple[str, str], list[Observation]] = {}
     for o in noted(observations):
-        by_layer.setdefault(o.layer_name, []).append(o)
+        key = (o.layer_name, text_key(o.text))
+        if key in keys:
+            keys[key].append(o)
+            continue
+        keys[key] = [o]
+        by_layer.setdefault(o.layer_name, []).append(keys[key])
     lines: list[str] = []
     for layer in sorted(by_layer):
-        lines.append(f"  [{layer}]")
-        for o in by_layer[layer]:
-            where = f"({o.x:.1f},{o.y:.1f}) " if with_coordinates else ""
-            lines.append(f"    - {where}{o.text}")
+        for group in by_layer[layer]:
+            first = group[0]
+            where = f"({first.x:.1f},{first.y:.1f}) " if with_coordinates else ""
+            lines.append(f"  [{layer}] {where}{first.text}{times_suffix(len(group))}")
     return lines
+
+
+def text_key(text: str) -> str:
+    """What makes two texts the same line: case, spacing and a final full stop ignored."""
+    return " ".join(text.split()).lower().rstrip(".")
+
+
+def times_suffix(count: int, start: float | None = None, end: float | None = None) -> str:
+    """`` (x{count})``, with the time span when given (`` (x8, 08:00:02–08:06:22)``); "" for
+    a count of 1."""
+    if count <= 1:
+        return ""
+    if start is None or end is None or int(start) == int(end):
+        return f" (x{count})"
+    first, last = format_time(start), format_time(end)
+    tail = last[11:] if last[:10] == first[:10] else last
+    return f" (x{count}, {first[11:]}–{tail})"
+
+
+def collapse_records(
+    records: Iterable[Observation | Gist | Entity],
+) -> list[tuple[Observation | Gist | Entity, int, float, float]]:
+    """Records with the same text (observations: of the same layer; gists: any) as one item:
+    the first of them (in the order given), how many, and the first and last time they were
+    observed. Entities are distinct things and stay one item each."""
+    groups: dict[tuple[str, ...], list[Observation | Gist | Entity]] = {}
+    for record in records:
+        if isinstance(record, Observation):
+            key: tuple[str, ...] = ("o", record.layer_name, text_key(record.text))
+        elif isinstance(record, Gist):
+            key = ("g", text_key(record.text))
+        else:
+            key = ("e", record.id)
+        groups.setdefault(key, []).append(record)
+    items = []
+    for group in groups.values():
+        times = [_time_of(r) for r in group]
+        items.append((group[0], len(group), min(times), max(times)))
+    return items
+
+
+def format_collapsed(records: Iterable[Observation | Gist | Entity]) -> list[str]:
+    """The line of each record (format_record), records with the same text once, with
+    ``(x{n}, {span})`` (see collapse_records)."""
+    lines = []
+    for record, count, start, end in collapse_records(records):
+        timed = isinstance(record, Observation)
+        suffix = times_suffix(count, start, end) if timed else times_suffix(count)
+        lines.append(format_record(record) + suffix)
+    return lines
+
+
+def unique_lines(lines: Iterable[str]) -> list[str]:
+    """``lines`` with every repeated line kept once, at its first place, with ``(x{n})``."""
+    counts: dict[str, int] = {}
+    for line in lines:
+        counts[line] = counts.get(line, 0) + 1
+    out = []
+    for line, count in counts.items():
+        out.append(line + times_suffix(count))
+    return out
+
+
+def _time_of(record: Observation | Gist | Entity) -> float:
+    if isinstance(record, Observation):
+        return record.timestamp
+    if isinstance(record, Gist):
+        return record.time_end
+    return record.last_seen
 
 
 def format_age(seconds: float) -> str:

@@ -21,18 +21,21 @@ from emem_graph.retrieval.dispatch import dispatch_tool_call, tool_method
 from emem_graph.retrieval.formatting import (
     format_body_status,
     format_by_layer,
+    format_collapsed,
     format_episode,
-    format_gist,
-    format_record,
     noted,
     numbered,
     source_label,
+    text_key,
+    times_suffix,
+    unique_lines,
 )
 from emem_graph.retrieval.locate import estimate_location
 from emem_graph.retrieval.lookups import Circle
 from emem_graph.retrieval.schemas import ALL_SCHEMAS, GLOBAL_CHAINS, tool_definitions
 from emem_graph.retrieval.search import HybridSearch, split_request
 from emem_graph.retrieval.timeparse import parse_optional_time
+from emem_graph.text.names import STOPWORDS, singular, words
 
 if TYPE_CHECKING:
     from emem_graph.config import MemoryConfig
@@ -43,6 +46,10 @@ MIN_RECALL_RADIUS = 2.0
 """Metres: recall gathers at least this far around the located place."""
 CONTEXT_LIMIT = 10
 """Items per section of get_current_context."""
+RECALL_RELEVANCE = 0.7
+"""recall lists an item around the place when its cosine similarity to the query is at least
+this fraction of the best hit's, or when it names the query's head noun; the others are
+counted in one line, not listed."""
 
 
 class ToolHost(Protocol):
@@ -147,7 +154,7 @@ class RetrievalTools:
         hits = self._search.search_request(query, n_results, where)
         if not hits:
             return "No results found."
-        return numbered([format_record(hit.record) for hit in hits])
+        return numbered(format_collapsed(hit.record for hit in hits))
 
     @tool_method
     def spatial_query(
@@ -175,7 +182,7 @@ class RetrievalTools:
         )
         if not found:
             return "No observations found."
-        return numbered([format_record(o) for o in found])
+        return numbered(format_collapsed(found))
 
     @tool_method
     def temporal_query(
@@ -211,10 +218,10 @@ class RetrievalTools:
             self._store, include_body_state=include_body_state, **window
         )
         if found:
-            return numbered([format_record(o) for o in found])
+            return numbered(format_collapsed(found))
         gists = lookups.gists_in_window(self._store, **window)
         if gists:
-            return CONSOLIDATED_HEADER + "\n" + numbered([format_gist(g) for g in gists])
+            return CONSOLIDATED_HEADER + "\n" + numbered(format_collapsed(gists))
         return "No observations found."
 
     @tool_method
@@ -238,7 +245,7 @@ class RetrievalTools:
                 lines.append(format_episode(episode, 0, None, None))
             else:
                 lines.append(format_episode(episode, span.count, span.first, span.last))
-        return "\n".join(lines)
+        return "\n".join(unique_lines("\n".join(lines).splitlines()))
 
     @tool_method
     def get_current_context(self, radius: float = 3.0, include_recent_minutes: float = 5.0) -> str:
@@ -261,7 +268,7 @@ class RetrievalTools:
             )
             if gists:
                 parts.append("Area summaries:")
-                parts.extend(f"  - {g.text}" for g in noted(gists))
+                parts.extend(_gist_lines(gists, "  - "))
             if entities:
                 parts.append("Nearby entities:")
                 parts.extend(f"  - {_entity_short(e)}" for e in entities)
@@ -277,7 +284,7 @@ class RetrievalTools:
         body = lookups.latest_body_state(self._store)
         if body:
             parts.append(format_body_status(body, now))
-        return "\n".join(parts) if parts else "No context available."
+        return "\n".join(unique_lines(parts)) if parts else "No context available."
 
     @tool_method
     def search_gists(
@@ -298,7 +305,7 @@ class RetrievalTools:
         gists = [hit.record for hit in hits if isinstance(hit.record, Gist)]
         if not gists:
             return "No gists found."
-        return numbered([format_gist(g) for g in gists])
+        return numbered(format_collapsed(gists))
 
     @tool_method
     def entity_query(
@@ -324,7 +331,7 @@ class RetrievalTools:
         )
         if not entities:
             return "No entities found."
-        return numbered([format_record(e) for e in entities])
+        return numbered(format_collapsed(entities))
 
     @tool_method
     def locate(
@@ -358,7 +365,7 @@ class RetrievalTools:
             f"Radius: {estimate.radius:.1f}m",
             f"Based on: {len(estimate.hits)} memories ({summary})",
         ]
-        lines.extend(f"  {format_record(record)}" for record, _ in estimate.hits[:3])
+        lines.extend(f"  {line}" for line in format_collapsed(r for r, _ in estimate.hits)[:3])
         return "\n".join(lines)
 
     @tool_method
@@ -381,8 +388,10 @@ class RetrievalTools:
         vectors = self._search.embed([self._resolved(part) for part in parts])
         blocks: list[str] = []
         missing: list[str] = []
+        shown: set[str] = set()
         for part, vector in zip(parts, vectors, strict=True):
-            estimate = estimate_location(self._search.dense(vector, n_results, where))
+            dense = self._search.dense(vector, n_results, where)
+            estimate = estimate_location(dense)
             if estimate is None:
                 missing.append(part)
                 continue
@@ -391,12 +400,14 @@ class RetrievalTools:
                 estimate.y,
                 max(estimate.radius * radius_multiplier, MIN_RECALL_RADIUS),
             )
-            label = query if len(parts) == 1 else part
-            blocks.append(self._recall_block(label, circle, n_results, include_body_state))
+            about = _About(part if len(parts) > 1 else query, vector, dense)
+            blocks.append(
+                self._recall_block(about, circle, n_results, include_body_state, shown, len(parts))
+            )
         if not blocks:
             return f"No memories found for: {query}"
         blocks.extend(f"No memories found for: {part}" for part in missing)
-        return "\n".join(blocks)
+        return "\n".join(unique_lines("\n".join(blocks).splitlines()))
 
     @tool_method
     def body_status(self, layers: list[str] | None = None) -> str:
@@ -516,7 +527,19 @@ class RetrievalTools:
                 return found
         return text
 
-    def _recall_block(self, label: str, circle: Circle, n: int, include_body_state: bool) -> str:
+    def _recall_block(
+        self,
+        about: _About,
+        circle: Circle,
+        n: int,
+        include_body_state: bool,
+        shown: set[str],
+        parts: int,
+    ) -> str:
+        """What is around the place ``about`` was located at and is about it: items whose
+        similarity to the query is at least RECALL_RELEVANCE of the best hit's, or that name
+        the query's head noun. Items an earlier part's block listed are not listed again; the
+        rest is counted in one line (spatial_query lists everything around a place)."""
         observations = lookups.observations_near(
             self._store, circle, include_body_state=include_body_state, limit=n
         )
@@ -529,20 +552,69 @@ class RetrievalTools:
             lookups.entities_by_id(self._store, [e.id for e in links.entities[:n]]) + area_entities,
             n,
         )
+        relevant = self._relevant(about, [*observations, *gists, *entities])
+        left = {"observation": 0, "summary": 0, "entity": 0}
+        again = 0
+
+        def keep(record: Any, kind: str) -> bool:
+            nonlocal again
+            if record.id in shown:
+                again += 1
+                return False
+            if record.id not in relevant:
+                left[kind] += 1
+                return False
+            shown.add(record.id)
+            return True
+
+        observations = [o for o in observations if keep(o, "observation")]
+        gists = [g for g in gists if keep(g, "summary")]
+        entities = [e for e in entities if keep(e, "entity")]
         lines = [
-            f"About '{label}' — location ({circle.x:.1f}, {circle.y:.1f}), "
+            f"About '{about.label}' — location ({circle.x:.1f}, {circle.y:.1f}), "
             f"radius {circle.radius:.1f}m:"
         ]
+        tag = f" ('{about.label}')" if parts > 1 else ""
         if observations:
-            lines.append("Observations:")
+            lines.append(f"Observations{tag}:")
             lines.extend(format_by_layer(observations, with_coordinates=True))
         if gists:
-            lines.append("Summaries:")
-            lines.extend(f"  [{g.layer_name or 'cross-layer'}] {g.text}" for g in noted(gists))
+            lines.append(f"Summaries{tag}:")
+            lines.extend(_gist_lines(gists, "  ", with_layer=True))
         if entities:
-            lines.append("Entities:")
+            lines.append(f"Entities{tag}:")
             lines.extend(f"  {_entity_short(e)}" for e in entities)
+        others = [_counted(count, kind) for kind, count in left.items() if count]
+        if others:
+            lines.append(
+                f"Also within {circle.radius:.1f}m, not about '{about.label}': "
+                f"{', '.join(others)} (spatial_query lists them)."
+            )
+        if again:
+            lines.append(f"({_counted(again, 'item')} listed above also here.)")
         return "\n".join(lines)
+
+    def _relevant(self, about: _About, records: list[Any]) -> set[str]:
+        """Ids of the records about the query: similar enough to it (relative to the best hit)
+        or naming its head noun. The search's own hits give most similarities; a record it did
+        not return is at most as similar as its last hit, so its vector is read only when that
+        last hit is above the floor."""
+        floor = RECALL_RELEVANCE * about.best
+        similarity = dict(about.similarity)
+        unknown = list(dict.fromkeys(r.id for r in records if r.id not in similarity))
+        if unknown and about.lowest >= floor:
+            query = about.vector / max(float(np.linalg.norm(about.vector)), 1e-12)
+            stored = self._store.vectors.vectors_of(unknown)
+            for node_id, vector in stored.items():
+                norm = max(float(np.linalg.norm(vector)), 1e-12)
+                similarity[node_id] = float(np.asarray(vector, dtype=np.float32) @ query) / norm
+        head = _head_noun(about.label)
+        found = set()
+        for record in records:
+            named = head is not None and head in {singular(w) for w in words(_text_of(record))}
+            if similarity.get(record.id, -1.0) >= floor or named:
+                found.add(record.id)
+        return found
 
 
 def _circle(x: float | None, y: float | None, radius: float | None) -> Circle | None:
@@ -563,3 +635,43 @@ def _first_unique(records: list[Any], n: int) -> list[Any]:
             seen.add(record.id)
             unique.append(record)
     return unique
+
+
+class _About:
+    """What a recall block is about: its label, the query's vector and the similarities of
+    the query's search hits (best, lowest, by record id)."""
+
+    def __init__(self, label: str, vector: np.ndarray, hits: list[tuple[Any, float]]) -> None:
+        self.label = label
+        self.vector = np.asarray(vector, dtype=np.float32)
+        self.similarity = {record.id: float(score) for record, score in hits}
+        self.best = max(self.similarity.values(), default=0.0)
+        self.lowest = min(self.similarity.values(), default=0.0)
+
+
+def _head_noun(query: str) -> str | None:
+    """The last content word of a query, singular ("the red chairs" -> "chair")."""
+    content = [singular(w) for w in words(query) if w not in STOPWORDS and w.isalpha()]
+    return content[-1] if content else None
+
+
+def _text_of(record: Any) -> str:
+    return str(record.name) if isinstance(record, Entity) else str(record.text)
+
+
+def _counted(count: int, kind: str) -> str:
+    plural = {"summary": "summaries", "entity": "entities"}.get(kind, kind + "s")
+    return f"{count} {kind if count == 1 else plural}"
+
+
+def _gist_lines(gists: list[Gist], prefix: str, *, with_layer: bool = False) -> list[str]:
+    """One line per distinct gist text (``(x{n})`` when several gists carry it)."""
+    groups: dict[str, list[Gist]] = {}
+    for gist in noted(gists):
+        groups.setdefault(text_key(gist.text), []).append(gist)
+    lines = []
+    for group in groups.values():
+        gist = group[0]
+        layer = f"[{gist.layer_name or 'cross-layer'}] " if with_layer else ""
+        lines.append(f"{prefix}{layer}{gist.text}{times_suffix(len(group))}")
+    return lines
