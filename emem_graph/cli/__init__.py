@@ -19,6 +19,7 @@ from emem_graph.cli.cypher import add_cypher_commands
 from emem_graph.cli.demo import add_demo_commands
 from emem_graph.cli.explore import add_explore_commands
 from emem_graph.cli.profile import add_profile_commands
+from emem_graph.cli.retrieval import add_retrieval_commands
 from emem_graph.cli.ros import add_ros_commands
 from emem_graph.cli.spatial import add_spatial_commands
 from emem_graph.errors import EmemGraphError
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_spatial_commands(commands)
     add_areas_commands(commands)
     add_profile_commands(commands)
+    add_retrieval_commands(commands)
     return parser
 
 
