@@ -202,12 +202,14 @@ class ConsolidationEngine:
         self.worker.stop()
 
     def stats(self) -> dict[str, Any]:
-        """Counters: LLM calls and failures, gist texts by source, sightings, worker failures."""
+        """Counters: LLM calls and failures, gist texts by source (and LLM answers set aside as
+        too long or repeated), sightings, worker failures."""
         return {
             "llm_calls": self.guard.calls,
             "llm_failures": self.guard.failures,
             "gists_llm_text": self.texts.llm_texts,
             "gists_fallback_text": self.texts.fallback_texts,
+            "gists_llm_rejected": self.texts.llm_rejected,
             "sightings": self.extraction.sightings,
             "extraction_pending": self.extraction.pending,
             "worker_failures": self.worker.failures,
