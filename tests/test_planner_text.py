@@ -111,9 +111,10 @@ def test_a_gist_is_a_bounded_summary_shorter_than_its_parts(
         assert len(sentences) == len(set(sentences)), text  # counts, not repetition
         # Names whole, each thing named once with its count.
         for name in ("refrigerator", "coffee machine", "shoe rack", "potted plant"):
-            assert text.count(name + " ") + text.count(name + ",") <= 1 or name in text.split(
-                "Detected"
-            )[0], text
+            assert (
+                text.count(name + " ") + text.count(name + ",") <= 1
+                or name in text.split("Detected")[0]
+            ), text
         assert "Seen by" not in text and "[detections]" not in text
 
 
@@ -233,7 +234,7 @@ def test_the_llm_path_gives_a_summary_or_falls_back(
         maintenance_interval=None,
     )
     episode = memory.start_episode("kitchen")
-    for i in range(3):
+    for _ in range(3):
         clock.advance(10)
         memory.add("1 chair, 1 table", 2.0, 2.0, layer_name="detections")
         memory.add("a red chair next to the kitchen table", 2.0, 2.2, layer_name="captions")
