@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 
 from emem_graph.cli import main
 from emem_graph.evals import retrieval_eval
-from emem_graph.evals.retrieval_data import NOW, POOLS, WHEN
+from emem_graph.evals.retrieval_data import NOW, POOLS, WHEN, Request
 from emem_graph.evals.retrieval_eval import BM25, ranking_from_text, tokens
 
 
@@ -21,9 +22,10 @@ def test_sets_are_big_enough() -> None:
     kinds = Counter(r.kind for p in POOLS for r in p.requests)
     assert len(POOLS) >= 20
     assert kinds["single"] >= 300
+    assert kinds["shared"] == kinds["single"]
     assert kinds["pair"] >= 60
     assert kinds["timed"] >= 60
-    assert set(kinds) == {"single", "pair", "timed"}
+    assert set(kinds) == {"single", "shared", "pair", "timed"}
     assert all(15 <= len(p.stored) <= 25 for p in POOLS)
     assert len({p.place for p in POOLS}) == len(POOLS)
 
@@ -55,13 +57,26 @@ def test_requests_name_the_right_number_of_memories() -> None:
         assert len(requests) == len(set(requests)), pool.place
 
 
+def _overlap(request: Request) -> float:
+    words = set(tokens(request.expected[0]))
+    return len(words & set(tokens(request.text))) / len(words)
+
+
 def test_requests_are_paraphrases_not_copies() -> None:
-    """A single request shares at most half of its expected text's distinct words."""
+    """A reworded request shares at most half of its memory's distinct words (a fifth on
+    average); a word-sharing request shares at least one, and more than the reworded on
+    average; each plain memory has one of each."""
     for pool in POOLS:
-        for request in pool.of_kind("single"):
-            words = set(tokens(request.expected[0]))
-            shared = words & set(tokens(request.text))
-            assert len(shared) <= 0.5 * len(words), (request.text, shared)
+        reworded = pool.of_kind("single")
+        sharing = pool.of_kind("shared")
+        assert [r.expected for r in reworded] == [r.expected for r in sharing]
+        for request in reworded:
+            assert _overlap(request) <= 0.5, request.text
+        for request in sharing:
+            assert _overlap(request) > 0.0, request.text
+    reworded_mean = statistics.mean(_overlap(r) for p in POOLS for r in p.of_kind("single"))
+    sharing_mean = statistics.mean(_overlap(r) for p in POOLS for r in p.of_kind("shared"))
+    assert reworded_mean < 0.2 < sharing_mean
 
 
 def test_time_words_decide_between_near_duplicates() -> None:
@@ -116,23 +131,31 @@ def quick(minilm: Any) -> dict[str, Any]:
 def test_quick_run_reports_three_rankers_with_sane_figures(quick: dict[str, Any]) -> None:
     assert set(quick["rankers"]) == {"bm25", "dense", "hybrid"}
     n = quick["requests"]
-    assert n["single"] > 0 and n["pair"] > 0 and n["timed"] > 0
+    assert all(n[kind] > 0 for kind in ("single", "shared", "pair", "timed"))
     for name, f in quick["rankers"].items():
-        for key in ("single_r1", "single_r5", "pair_both5", "timed_r1", "timed_r5"):
+        keys = ("alone_r1", "alone_r5", "single_r1", "single_r5", "shared_r1", "shared_r5",
+                "pair_both5", "timed_r1", "timed_r5")  # fmt: skip
+        for key in keys:
             assert 0.0 <= f[key] <= 1.0, (name, key)
-        assert f["single_r1"] <= f["single_r5"]
-        assert f["timed_r1"] <= f["timed_r5"]
-        assert f["queries"] == n["single"] + n["pair"] + n["timed"]
+        for kind in ("alone", "single", "shared", "timed"):
+            assert f[f"{kind}_r1"] <= f[f"{kind}_r5"], (name, kind)
+        assert min(f["single_r1"], f["shared_r1"]) <= f["alone_r1"]
+        assert f["alone_r1"] <= max(f["single_r1"], f["shared_r1"])
+        assert f["queries"] == sum(n.values())
         assert f["latency_ms_p50"] >= 0.0
     # A random ranking of ~19 memories puts the right one first ~5% of the time.
+    for name in ("bm25", "dense", "hybrid"):
+        assert quick["rankers"][name]["alone_r1"] > 0.3, name
     for name in ("dense", "hybrid"):
-        assert quick["rankers"][name]["single_r1"] > 0.4, name
-        assert quick["rankers"][name]["single_r5"] > 0.7, name
+        assert quick["rankers"][name]["alone_r1"] > 0.5, name
+        assert quick["rankers"][name]["alone_r5"] > 0.8, name
+    # Words shared with the memory are what BM25 can use.
+    assert quick["rankers"]["bm25"]["shared_r1"] > quick["rankers"]["bm25"]["single_r1"]
     json.dumps(quick)  # JSON-able
 
 
 def test_quick_run_checks_determinism(quick: dict[str, Any]) -> None:
-    total = quick["requests"]["single"] + quick["requests"]["pair"] + quick["requests"]["timed"]
+    total = sum(quick["requests"].values())
     for name in ("dense", "hybrid"):
         d = quick["determinism"][name]
         assert d["repeat_compared"] == d["reopen_compared"] == total

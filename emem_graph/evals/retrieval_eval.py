@@ -13,10 +13,12 @@ entity, still takes its slot). Three rankers, in one run:
 - ``dense``: the memory with ``use_hybrid_retrieval=False``;
 - ``hybrid``: the memory with its default configuration.
 
-Figures per ranker: R@1 and R@5 of single requests, both parts of a two-part request within the
-top 5, R@1 and R@5 of time-word requests, and the median latency of a query. Determinism: the
-hybrid memory answers every request a second time, and a third time after it is closed and
-opened again from its directory; the figures count the rankings (and texts) that differed.
+Figures per ranker: R@1 and R@5 of single requests (the reworded ones, those that share
+words with their memory, and both together), both parts of a two-part request within the top
+5, R@1 and R@5 of time-word requests, and the median latency of a query. Determinism: each
+memory (dense, hybrid) answers every request a second time, and a third time after it is
+closed and opened again from its directory; the figures count the rankings (and the texts)
+that differed.
 """
 
 from __future__ import annotations
@@ -154,10 +156,17 @@ class _Tally:
         def ratio(hits: str, n: str) -> float | None:
             return c[hits] / c[n] if c[n] else None
 
+        def ratio2(hits: str, hits2: str, n: str, n2: str) -> float | None:
+            return (c[hits] + c[hits2]) / (c[n] + c[n2]) if c[n] + c[n2] else None
+
         ms = sorted(self.ms)
         return {
+            "alone_r1": ratio2("single_r1", "shared_r1", "single_n", "shared_n"),
+            "alone_r5": ratio2("single_r5", "shared_r5", "single_n", "shared_n"),
             "single_r1": ratio("single_r1", "single_n"),
             "single_r5": ratio("single_r5", "single_n"),
+            "shared_r1": ratio("shared_r1", "shared_n"),
+            "shared_r5": ratio("shared_r5", "shared_n"),
             "pair_both5": ratio("pair_both5", "pair_n"),
             "timed_r1": ratio("timed_r1", "timed_n"),
             "timed_r5": ratio("timed_r5", "timed_n"),
@@ -296,7 +305,7 @@ def run(
         "embedder": "all-MiniLM-L6-v2" if embedder is None else type(embedder).__name__,
         "places": len(pools),
         "stored": sum(len(p.stored) for p in pools),
-        "requests": {k: kinds[k] for k in ("single", "pair", "timed")},
+        "requests": {k: kinds[k] for k in ("single", "shared", "pair", "timed")},
         "rankers": {name: tally.figures() for name, tally in tallies.items()},
         "determinism": {name: dict(counts) for name, counts in determinism.items()},
         "seconds": time.perf_counter() - start,
@@ -315,19 +324,20 @@ def describe(result: dict[str, Any]) -> list[str]:
 
     lines = [
         f"requests: {result['places']} places, {result['stored']} stored memories "
-        f"({result['embedder']}); {n['single']} single, {n['pair']} two-part, "
-        f"{n['timed']} time-word requests" + (" [quick]" if result.get("quick") else ""),
+        f"({result['embedder']}); {n['single'] + n['shared']} single requests "
+        f"({n['single']} reworded, {n['shared']} sharing words), {n['pair']} two-part, "
+        f"{n['timed']} time-word" + (" [quick]" if result.get("quick") else ""),
         "",
-        "| ranker | single R@1 | single R@5 | two-part both in top 5 | time-word R@1 "
-        "| time-word R@5 | p50 ms |",
-        "|---|---|---|---|---|---|---|",
+        "| ranker | single R@1 | single R@5 | reworded R@1 | sharing words R@1 "
+        "| two-part both in top 5 | time-word R@1 | time-word R@5 | p50 ms |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name in RANKERS:
         f = result["rankers"][name]
         lines.append(
-            f"| {name} | {pct(f['single_r1'])} | {pct(f['single_r5'])} | "
-            f"{pct(f['pair_both5'])} | {pct(f['timed_r1'])} | {pct(f['timed_r5'])} | "
-            f"{ms(f['latency_ms_p50'])} |"
+            f"| {name} | {pct(f['alone_r1'])} | {pct(f['alone_r5'])} | "
+            f"{pct(f['single_r1'])} | {pct(f['shared_r1'])} | {pct(f['pair_both5'])} | "
+            f"{pct(f['timed_r1'])} | {pct(f['timed_r5'])} | {ms(f['latency_ms_p50'])} |"
         )
     lines.append("")
     for name, d in result["determinism"].items():
@@ -339,7 +349,7 @@ def describe(result: dict[str, Any]) -> list[str]:
             f"(texts {d.get('reopen_texts_differed', 0)})"
         )
     lines.append(
-        "(latency: semantic_search with the query's embedding precomputed; bm25 is scored "
-        "in the evaluation itself)"
+        "(single: the reworded and the word-sharing requests together; latency: semantic_search "
+        "with the query's embedding precomputed; bm25 is scored in the evaluation itself)"
     )
     return lines
