@@ -54,6 +54,8 @@ def _cmd_retrieval_eval(args: argparse.Namespace) -> int:
             continue
         module = importlib.import_module(module_name)
         result = module.run(embedder, quick=args.quick, progress=not args.quiet)
+        if "embedder" in result:
+            result["embedder"] = args.embedder  # the name given, not the embedder's class
         results[name] = result
         if len(results) > 1:
             print()

@@ -272,6 +272,12 @@ def _compare(
     counts[f"{label}_texts_differed"] += before != after
 
 
+def _label(embedder: EmbeddingProvider) -> str:
+    """What the table calls an embedder: its ``name`` when it has one, else its class."""
+    name = getattr(embedder, "name", None)
+    return name if isinstance(name, str) else type(embedder).__name__
+
+
 def run(
     embedder: EmbeddingProvider | None = None, *, quick: bool = False, progress: bool = False
 ) -> dict[str, Any]:
@@ -302,7 +308,7 @@ def run(
     return {
         "name": "requests",
         "quick": quick,
-        "embedder": "all-MiniLM-L6-v2" if embedder is None else type(embedder).__name__,
+        "embedder": "all-MiniLM-L6-v2" if embedder is None else _label(embedder),
         "places": len(pools),
         "stored": sum(len(p.stored) for p in pools),
         "requests": {k: kinds[k] for k in ("single", "shared", "pair", "timed")},
