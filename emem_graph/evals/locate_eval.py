@@ -4,13 +4,14 @@ asked for every object and its answer is compared with the truth.
 The flat has seven rooms and 39 objects, some with multi-word names ("first aid kit", "large
 potted plant") and some alike ("red chair" in the kitchen, "blue chair" in the office, "black
 chair" in the meeting room; "coffee table" and "coffee machine"; "desk lamp" and "floor lamp").
-The robot walks its route several times, stopping at two or three poses per room; at every pose
+The robot walks its route several times, stopping at one to three poses per room; at every pose
 it perceives the objects of the room:
 
 - detections ("1 red chair", layer "detections"): one per object seen (a detector with depth
   projects each box into the map), at the true position plus an error from that pose: N(0, 0.35 m)
   along the viewing ray, N(0, 0.15 m) across it; 5% of them are off by a further 1.5 m along the
-  ray (depth through a doorway);
+  ray (depth through a doorway); 20% of the objects within 4 m are missed in a frame, 10% more
+  per metre beyond (at most 70%);
 - subject captions ("a red chair next to the kitchen door", layer "captions"): one object per
   pose, in turn, at its position plus N(0, 0.4 m) per axis;
 - relational captions that name a second object ("a refrigerator across from the red chair"),
@@ -69,7 +70,11 @@ OUTLIER_METRES = 1.5
 CAPTION_NOISE = 0.4
 """Metres: standard deviation per axis of a caption's position around its subject."""
 MISS_SHARE = 0.2
-"""Share of visible objects the detector misses in a frame."""
+"""Share of the objects within CLEAR_RANGE that the detector misses in a frame..."""
+CLEAR_RANGE = 4.0
+"""...metres; beyond it the miss share grows by FARTHER_MISS per metre, up to MAX_MISS."""
+FARTHER_MISS = 0.1
+MAX_MISS = 0.7
 VIEW_RANGE = 9.0
 """Metres: objects of the robot's room within this distance are perceived."""
 N_RESULTS = 10
@@ -314,6 +319,11 @@ def _detection_position(
     return float(point[0]), float(point[1])
 
 
+def miss_share(distance: float) -> float:
+    """The share of frames in which the detector misses an object this far away."""
+    return min(MAX_MISS, MISS_SHARE + FARTHER_MISS * max(0.0, distance - CLEAR_RANGE))
+
+
 def _scene_caption(room: str, things: Sequence[Thing]) -> str:
     named = [f"{'an' if t.name[0] in 'aeiou' else 'a'} {t.name}" for t in things]
     return f"the {room}: {', '.join(named[:-1])} and {named[-1]}"
@@ -366,7 +376,8 @@ def patrol(memory: SpatioTemporalMemory, clock: Clock, *, rounds: int, seed: int
                 seen = [
                     t
                     for t in things
-                    if math.dist((t.x, t.y), pose) <= VIEW_RANGE and rng.random() >= MISS_SHARE
+                    if math.dist((t.x, t.y), pose) <= VIEW_RANGE
+                    and rng.random() >= miss_share(math.dist((t.x, t.y), pose))
                 ]
                 for thing in seen:
                     x, y = _detection_position(rng, thing, pose)

@@ -2,26 +2,30 @@
 
 eMEM averaged the positions of every top-n hit, so one good match among nine weak ones landed in
 the middle of nowhere. Averaging only the hits close to the best one (the previous estimate here)
-still failed in a patrolled house (emem_graph/evals/locate_eval.py: 60% of objects within 1 m):
+still failed in a patrolled house (emem_graph/evals/locate_eval.py: 56% of objects within 1 m):
 the best hit is often an entity whose name is exactly the query but which was made from a single
-caption naming the object from across the room, and it outweighed every detection of the object.
+caption naming the object from across the room, and it outweighed every detection of the object
+(an entity's name measures 1.0 against the query, the detection "1 refrigerator" only 0.79).
 The estimate is now built in four steps, each a function below:
 
 1. candidates (strong_hits): the hits within CANDIDATE_MARGIN of the best similarity (and at
-   least CANDIDATE_RATIO of it); a wide window, since a detection "1 television" measures only
-   0.73 against "television" while the entity named "television" measures 1.0.
-2. relevance (relevance): each candidate weighs exp((similarity - best) / RELEVANCE_TEMPERATURE),
-   divided by the number of things its text names (a caption naming a television and the red
-   chair is at most half about the chair; a room's scene caption naming four things, a quarter),
-   and a gist's by its spread (its centre is the middle of an area, not an object's place).
-3. consensus (densest): the candidate with the most relevance within CLUSTER_RADIUS around it is
-   where the evidence agrees; hits elsewhere (an alike object in another room, a caption about
-   something else) do not move the answer.
-4. centre (estimate_location): the weighted mean of the hits within CLUSTER_RADIUS of the
-   consensus, moved until they stop changing (mean shift). An entity weighs ENTITY_CENTRE_WEIGHT
-   of its relevance here: its position is the running mean of every sighting merged into it,
-   those of captions that merely name it included, so it votes for the place but the
-   observations place the answer.
+   least CANDIDATE_RATIO of it).
+2. votes (vote): where the concept is, is decided by votes. Names (entities) and texts
+   (observations, gists) are scored on different scales, so a candidate is compared with the
+   best of its own kind, exp((similarity - best of kind) / VOTE_TEMPERATURE), and its kind's best
+   with the overall best, exp((best of kind - best) / KIND_TEMPERATURE). A text's vote is divided
+   by the number of things it names (a caption naming a television and the red chair is at most
+   half about the chair; a room's scene caption naming four things, a quarter), a gist's also by
+   its spread (its centre is the middle of an area, not an object's place).
+3. consensus (densest): the candidate with the most votes within CLUSTER_RADIUS around it is where
+   the evidence agrees; hits elsewhere (an alike object in another room, seen more often; a
+   caption about something else) do not move the answer.
+4. centre (estimate_location): the mean of the hits within CLUSTER_RADIUS of the consensus, moved
+   until they stop changing (mean shift), each weighted by its relevance (relevance: like its
+   vote, but against the overall best with the softer RELEVANCE_TEMPERATURE: every hit about the
+   thing helps place it). An entity weighs ENTITY_CENTRE_WEIGHT of its relevance here: its
+   position is the running mean of every sighting merged into it, those of captions that merely
+   name it included, so it votes for the place but the observations place the answer.
 
 The radius is the weighted RMS distance of those hits from the answer (at least MIN_RADIUS):
 how spread out the evidence is. Every rule looks at the hits only (records and similarities),
@@ -45,8 +49,12 @@ CANDIDATE_MARGIN = 0.3
 """A hit is a candidate when its cosine similarity is at most this far below the best hit's..."""
 CANDIDATE_RATIO = 0.7
 """...and at least this fraction of it."""
+VOTE_TEMPERATURE = 0.08
+"""Similarity below the best of its kind that divides a candidate's vote by e."""
+KIND_TEMPERATURE = 0.5
+"""Similarity of a kind's best below the overall best that divides its votes by e."""
 RELEVANCE_TEMPERATURE = 0.25
-"""Similarity difference that divides a candidate's weight by e."""
+"""Similarity below the best that divides a candidate's weight in the centre by e."""
 CLUSTER_RADIUS = 2.0
 """Metres: hits this close to the consensus place are evidence of the same thing."""
 ENTITY_CENTRE_WEIGHT = 0.25
@@ -93,16 +101,40 @@ def named_things(text: str) -> int:
     return max(1, sum(1 for item in _LIST_SPLIT_RE.split(lowered) if item.strip()))
 
 
-def relevance(record: Observation | Gist | Entity, similarity: float, best: float) -> float:
-    """How much a candidate says about where the asked concept is (1 for the best hit when it
-    is an entity or names one thing)."""
-    weight = math.exp((similarity - best) / RELEVANCE_TEMPERATURE)
+def _share(record: Observation | Gist | Entity) -> float:
+    """How much of a record is about one thing at its position: 1 for an entity; a text's
+    1 / named_things, and a gist's also shrinks with its spread."""
     if isinstance(record, Entity):
-        return weight
-    weight /= named_things(record.text)
+        return 1.0
+    share = 1.0 / named_things(record.text)
     if isinstance(record, Gist) and record.radius > MIN_RADIUS:
-        weight *= (MIN_RADIUS / record.radius) ** 2
-    return weight
+        share *= (MIN_RADIUS / record.radius) ** 2
+    return share
+
+
+def vote(
+    record: Observation | Gist | Entity, similarity: float, best_of_kind: float, best: float
+) -> float:
+    """A candidate's say in where the concept is (1 for the best hit when it is an entity or
+    names one thing)."""
+    within_kind = math.exp((similarity - best_of_kind) / VOTE_TEMPERATURE)
+    kind = math.exp((best_of_kind - best) / KIND_TEMPERATURE)
+    return within_kind * kind * _share(record)
+
+
+def relevance(record: Observation | Gist | Entity, similarity: float, best: float) -> float:
+    """A candidate's weight in the centre of the place chosen."""
+    return math.exp((similarity - best) / RELEVANCE_TEMPERATURE) * _share(record)
+
+
+def votes(candidates: Sequence[Hit]) -> np.ndarray:
+    """vote() of each candidate, names (entities) and texts each against their own best."""
+    best = max(s for _, s in candidates)
+    best_of = {
+        is_name: max((s for r, s in candidates if isinstance(r, Entity) == is_name), default=best)
+        for is_name in (True, False)
+    }
+    return np.array([vote(r, s, best_of[isinstance(r, Entity)], best) for r, s in candidates])
 
 
 def densest(points: np.ndarray, weights: np.ndarray) -> int:
@@ -123,12 +155,14 @@ def estimate_location(hits: Sequence[Hit]) -> LocationEstimate | None:
     if not candidates:
         return None
     best = candidates[0][1]
-    weights = np.array([relevance(r, s, best) for r, s in candidates])
-    centre_weights = weights * np.array(
-        [ENTITY_CENTRE_WEIGHT if isinstance(r, Entity) else 1.0 for r, _ in candidates]
+    centre_weights = np.array(
+        [
+            relevance(r, s, best) * (ENTITY_CENTRE_WEIGHT if isinstance(r, Entity) else 1.0)
+            for r, s in candidates
+        ]
     )
     points = np.array([[r.x, r.y, r.z] for r, _ in candidates], dtype=np.float64)
-    centre = points[densest(points[:, :2], weights)]
+    centre = points[densest(points[:, :2], votes(candidates))]
     members = np.zeros(len(candidates), dtype=bool)
     for _ in range(MAX_SHIFTS):
         near = np.linalg.norm(points[:, :2] - centre[:2], axis=1) <= CLUSTER_RADIUS
