@@ -544,7 +544,9 @@ def run(
         for seed in tqdm(seeds, desc="locate", unit="patrol", disable=not progress):
             clock = Clock()
             config = MemoryConfig(
-                db_path=str(Path(directory) / f"memory-{seed}"), maintenance_interval=None
+                db_path=str(Path(directory) / f"memory-{seed}"),
+                maintenance_interval=None,
+                embedding_dim=embedder.dim,
             )
             with SpatioTemporalMemory(
                 config=config, embedding_provider=embedder, get_current_time=clock
@@ -576,6 +578,7 @@ def run(
             "scene captions": added.scene,
         },
         "entities": entities,
+        "embedder": str(getattr(embedder, "name", type(embedder).__name__)),
         "seconds": time.perf_counter() - started,
     }
 
@@ -585,8 +588,8 @@ def describe(result: dict[str, Any]) -> list[str]:
     lines = [
         f"locate: {result['things']} objects in {result['rooms']} rooms; "
         f"{len(result['seeds'])} patrol(s) of {result['rounds']} rounds, "
-        f"{result['observations']} observations, {result['entities']} entities; error = "
-        f"horizontal distance (m) from the answer to the object",
+        f"{result['observations']} observations, {result['entities']} entities, "
+        f"{result['embedder']}; error = horizontal distance (m) from the answer to the object",
         f"  {'variant':<16} {'queries':<10} {'n':>4} {'p50':>5} {'p90':>5} {'max':>5} {'<=1 m':>6}",
     ]
     for variant, kinds in result["variants"].items():
