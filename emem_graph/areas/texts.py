@@ -6,18 +6,24 @@ representative, non-redundant texts of its leaves (consolidation's extractive se
 summary above keeps the most representative sentence of every child first (largest children
 first) and fills up with the most representative of the rest, so a building's summary names
 something of each of its rooms, which is what a walk from the top needs to find them.
+
+Either way a summary repeats no sentence: a gist leaf's digest is split into its sentences (its
+footer, count, place and time, left out), and a sentence that several leaves or children share
+("A red cup left on the kitchen table" and the same with "(3x)") is one candidate.
 """
 
 from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from emem_graph.llm.client import MAX_PROMPT_TEXTS
+from emem_graph.text.detections import parse_detections
+from emem_graph.text.digest import is_digest, parse_digest, things_sentence
 from emem_graph.text.extractive import Embed, select_representative, unique_texts
 
 if TYPE_CHECKING:
@@ -74,27 +80,57 @@ class AreaTexts:
         if answer:
             return answer
         self.fallback_texts += 1
+        # Gist leaves summarize disjoint groups of observations: their counts add up into one
+        # "Detected ..." sentence, and a detection list that names nothing else adds nothing.
+        digests = [is_digest(text) for text in distinct]
+        things: dict[str, int] = {}
+        for text, count, digest in zip(distinct, counts, digests, strict=True):
+            for label, n in (parse_digest(text)[0] if digest else {}).items():
+                things[label] = things.get(label, 0) + n * count
+        pool = _Pool()
+        for text, count, vector, digest in zip(distinct, counts, matrix, digests, strict=True):
+            if not digest:
+                items = parse_detections(text) if things else None
+                if items is None or not {d.label for d in items} <= things.keys():
+                    pool.add(text, float(count), vector)
+                continue
+            # A gist's digest: its sentences (its footer left out), each a candidate of its
+            # own, merged with the same sentence of another leaf.
+            parts = parse_digest(text)[1]
+            for part in parts:
+                pool.add(part, float(count) / len(parts), None)
+        if things:
+            pool.add(things_sentence(_ranked(things)), float(sum(counts)) / 2, None)
+        pool.embed_missing(self.sentence_vectors)
         picked = salient(
-            matrix,
-            counts,
+            pool.matrix(),
+            pool.weights,
             LEAF_SENTENCES,
             self.background,
             max_chars=MAX_AREA_CHARS,
-            lengths=[len(t) for t in distinct],
+            lengths=[len(t) for t in pool.texts],
         )
         chosen = sorted(picked)
         for index in chosen:
-            self._remember(as_sentence(distinct[index]), matrix[index])
-        return " ".join(as_sentence(distinct[i]) for i in chosen)
+            self._remember(as_sentence(pool.texts[index]), pool.vectors[index])
+        return " ".join(as_sentence(pool.texts[i]) for i in chosen)
 
     def of_areas(self, texts: Sequence[str], weights: Sequence[float]) -> str:
         """Summary of an area from its children's summaries and sizes."""
         if len(texts) == 1:
             return texts[0]
-        parts = [sentences(text) for text in texts]
+        # Children are disjoint: their "Detected ..." counts add up into one sentence.
+        things: dict[str, int] = {}
+        parts: list[list[str]] = []
+        for text in texts:
+            child_things, own = parse_digest(text) if is_digest(text) else ({}, sentences(text))
+            for label, n in child_things.items():
+                things[label] = things.get(label, 0) + n
+            parts.append(own)
+        counted = things_sentence(_ranked(things))
         candidates = [s for part in parts for s in part]
         if not candidates:
-            return ""
+            return counted
         owner = [child for child, part in enumerate(parts) for _ in part]
         share = [float(weights[child]) / len(parts[child]) for child in owner]
         vectors = self.sentence_vectors(candidates)
@@ -102,7 +138,9 @@ class AreaTexts:
         if answer:
             return answer
         self.fallback_texts += 1
+        budget = MAX_AREA_CHARS - (len(counted) + 1 if counted else 0)
         chosen: list[int] = []
+        taken: set[str] = set()
         used = 0
         # The most representative sentence of each child, largest children first.
         for child in sorted(range(len(texts)), key=lambda c: -float(weights[c])):
@@ -110,10 +148,11 @@ class AreaTexts:
             if not rows or len(chosen) >= AREA_SENTENCES:
                 continue
             best = rows[salient(vectors[rows], [1.0] * len(rows), 1, self.background)[0]]
-            if chosen and used + len(candidates[best]) > MAX_AREA_CHARS:
+            if chosen and used + len(candidates[best]) > budget:
                 continue
-            if candidates[best] not in (candidates[i] for i in chosen):
+            if _key(candidates[best]) not in taken:
                 chosen.append(best)
+                taken.add(_key(candidates[best]))
                 used += len(candidates[best])
         room = AREA_SENTENCES - len(chosen)
         if room > 0:
@@ -123,18 +162,16 @@ class AreaTexts:
                 [share[i] for i in rest],
                 room,
                 self.background,
-                max_chars=max(0, MAX_AREA_CHARS - used),
+                max_chars=max(0, budget - used),
                 lengths=[len(candidates[i]) for i in rest],
             )
-            taken = {candidates[i] for i in chosen}
             for index in picked:
-                if candidates[rest[index]] not in taken and (
-                    used + len(candidates[rest[index]]) <= MAX_AREA_CHARS
-                ):
+                sentence = candidates[rest[index]]
+                if _key(sentence) not in taken and used + len(sentence) <= budget:
                     chosen.append(rest[index])
-                    taken.add(candidates[rest[index]])
-                    used += len(candidates[rest[index]])
-        return " ".join(candidates[i] for i in sorted(chosen))
+                    taken.add(_key(sentence))
+                    used += len(sentence)
+        return " ".join([*(candidates[i] for i in sorted(chosen)), counted]).strip()
 
     def sentence_vectors(self, items: Sequence[str]) -> np.ndarray:
         """Vectors of summary sentences (remembered ones reused, the rest embedded at once)."""
@@ -207,3 +244,53 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (zero rows stay zero)."""
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+
+
+class _Pool:
+    """Candidate sentences of a summary: each distinct sentence once (its weights added up),
+    with its vector (or None until embed_missing)."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.weights: list[float] = []
+        self.vectors: list[np.ndarray] = []
+        self._rows: dict[str, int] = {}
+        self._missing: list[int] = []
+
+    def add(self, text: str, weight: float, vector: np.ndarray | None) -> None:
+        key = _key(text)
+        row = self._rows.get(key)
+        if row is not None:
+            self.weights[row] += weight
+            return
+        self._rows[key] = len(self.texts)
+        self.texts.append(_COUNT_RE.sub("", " ".join(text.split())))
+        self.weights.append(weight)
+        if vector is None:
+            self._missing.append(len(self.vectors))
+            self.vectors.append(np.zeros(0, dtype=np.float32))
+        else:
+            self.vectors.append(np.asarray(vector, dtype=np.float32))
+
+    def embed_missing(self, embed: Callable[[Sequence[str]], np.ndarray]) -> None:
+        if self._missing:
+            rows = embed([as_sentence(self.texts[i]) for i in self._missing])
+            for index, vector in zip(self._missing, rows, strict=True):
+                self.vectors[index] = np.asarray(vector, dtype=np.float32)
+            self._missing = []
+
+    def matrix(self) -> np.ndarray:
+        return np.vstack(self.vectors)
+
+
+_COUNT_RE = re.compile(r" \(\d+x\)(?=\.?$)")
+
+
+def _key(sentence: str) -> str:
+    """A sentence without case, spacing, final full stop and ``(3x)`` count."""
+    return _COUNT_RE.sub("", " ".join(sentence.split()).rstrip(".")).lower()
+
+
+def _ranked(things: dict[str, int]) -> dict[str, int]:
+    order = {label: i for i, label in enumerate(things)}
+    return dict(sorted(things.items(), key=lambda item: (-item[1], order[item[0]])))

@@ -219,14 +219,19 @@ def parse_digest(text: str) -> tuple[dict[str, int], list[str]]:
     things: dict[str, int] = {}
     body = _FOOTER_RE.sub("", text)
     match = _THINGS_RE.search(body)
-    if match:
-        for item in match.group("items").split(", "):
-            found = _ITEM_RE.match(item.strip())
+    items = [_ITEM_RE.match(i.strip()) for i in match.group("items").split(", ")] if match else []
+    if match and items and all(f and len(f.group("label").split()) <= 3 for f in items):
+        for found in items:
             if found:
                 label = found.group("label")
                 things[label] = things.get(label, 0) + int(found.group("count") or 1)
         body = body[: match.start()] + body[match.end() :]
     return things, [s for s in sentences_of(body) if not s.startswith("And ")]
+
+
+def is_digest(text: str) -> bool:
+    """True when ``text`` is a digest: it ends with a footer or counts what was detected."""
+    return bool(_FOOTER_RE.search(text)) or bool(parse_digest(text)[0])
 
 
 def summarize_summaries(
