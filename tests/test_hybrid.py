@@ -15,11 +15,11 @@ from emem_graph.models import Observation
 from emem_graph.retrieval.locate import estimate_location, strong_hits
 from emem_graph.retrieval.search import (
     Scored,
-    keyword_query,
     merge_parts,
     reciprocal_rank_fusion,
     split_request,
 )
+from emem_graph.storage.keyword_index import terms
 
 QUIET = {
     "entity_extract_flush_interval": 10**6,
@@ -31,9 +31,13 @@ QUIET = {
 # --- request parsing and fusion (pure) -----------------------------------------------------------
 
 
-def test_keyword_query_keeps_the_content_words_of_a_question():
-    assert keyword_query("Where is the red chair?") == "red chair"
-    assert keyword_query("is it there?") == ""
+def test_keyword_terms_keep_the_content_words_of_a_question_normalised():
+    assert terms("Where is the red chair?") == ["red", "chair"]
+    assert terms("is it there?") == []
+    # Inflections meet, number words are digits, possessives and apostrophes go.
+    assert terms("Watering the plants") == terms("water the plant") == ["water", "plant"]
+    assert terms("Anna's two mugs") == ["anna", "2", "mug"]
+    assert terms("He carried boxes") == terms("carry the box")
 
 
 @pytest.mark.parametrize(
@@ -96,7 +100,7 @@ def test_keyword_search_finds_the_red_chair_in_a_question(make_memory):
     searcher = mem.tools._search
     where = perception_filter()
 
-    keyword_hits = mem.store.keyword(keyword_query("where is the red chair?"), 5, where)
+    keyword_hits = mem.store.keyword("where is the red chair?", 5, where)
     assert keyword_hits[0][1].id == target  # the only text with both words
     hybrid = [s.record.id for s in searcher.search("where is the red chair?", 5, where)]
     assert target in hybrid[:3]

@@ -26,8 +26,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from emem_graph.filters import VectorFilter
 from emem_graph.models import AGENT_NOTE, INTEROCEPTION, Observation, Tier
 from emem_graph.storage.cell_grid import CELL, CellGrid
+from emem_graph.storage.keyword_index import KeywordIndex
 from emem_graph.storage.records import metadata_of
 from emem_graph.storage.sketch import VectorSketch
 
@@ -130,6 +132,10 @@ class ObservationIndex:
         """Whether every row so far came in time order (then windows are found by bisection
         and latest readings by scanning back from the end, not by a pass over every row)."""
         self._body_codes: set[int] = set()
+        self._keywords = KeywordIndex()
+        self._keyword_rows = 0
+        """Rows [0, _keyword_rows) are in _keywords (indexed when a keyword search asks)."""
+        self._keyword_lock = threading.Lock()
         self.sketch: VectorSketch | None = None
         """int8 copies of the observation vectors by row (MemoryStore fills it when the
         area sketch is on); None when off."""
@@ -202,8 +208,67 @@ class ObservationIndex:
             if code == _ARCHIVED:
                 for row in rows:
                     self._texts[row] = None
+        if code == _ARCHIVED:
+            with self._keyword_lock:  # rows not indexed yet are skipped when they are (no text)
+                self._keywords.remove([row for row in rows if row < self._keyword_rows])
 
     # --- reads ---------------------------------------------------------------------------------
+
+    def keywords(self) -> KeywordIndex:
+        """The keyword index of every observation's text by row, brought up to date first
+        (texts are indexed when a keyword search asks, not when written: writing and opening
+        pay nothing for it; archived observations, whose text is gone, are left out)."""
+        with self._keyword_lock:
+            with self._lock:
+                start, end = self._keyword_rows, self._n
+                texts = self._texts[start:end]
+            if end > start:
+                self._keywords.add(range(start, end), texts)
+                self._keyword_rows = end
+            return self._keywords
+
+    def id_of(self, row: int) -> str:
+        """The id of the observation at index row ``row``."""
+        return self._ids[row]
+
+    def admitted(self, rows: np.ndarray, where: VectorFilter | None) -> np.ndarray:
+        """A mask over ``rows`` (index rows): True where the observation passes ``where``,
+        computed as VectorFilter.admits_row computes it (time is a point: t == t_end)."""
+        snap = self._snapshot()  # rows come from keywords(): all below snap.n
+        mask = np.ones(rows.shape[0], dtype=bool)
+        if where is None or rows.shape[0] == 0:
+            return mask
+        if where.kinds is not None and "observation" not in where.kinds:
+            return np.zeros(rows.shape[0], dtype=bool)
+        tiers = snap.tier[rows]
+        if where.tiers is not None:
+            mask &= np.isin(tiers, [_TIER_CODE[t] for t in where.tiers if t in _TIER_CODE])
+        if where.exclude_tiers:
+            mask &= ~np.isin(tiers, [_TIER_CODE[t] for t in where.exclude_tiers if t in _TIER_CODE])
+        if where.layers is not None:
+            codes = [self._layer_code[name] for name in where.layers if name in self._layer_code]
+            mask &= np.isin(snap.layer[rows], codes)
+        if where.time_after is not None:
+            mask &= snap.t[rows] >= where.time_after
+        if where.time_before is not None:
+            mask &= snap.t[rows] <= where.time_before
+        xs, ys = snap.x[rows], snap.y[rows]
+        if where.box is not None:
+            xmin, xmax, ymin, ymax = where.box
+            mask &= (xs >= xmin) & (xs <= xmax) & (ys >= ymin) & (ys <= ymax)
+        if where.center is not None and where.radius is not None:
+            cx, cy, r = float(where.center[0]), float(where.center[1]), float(where.radius)
+            with np.errstate(over="ignore", invalid="ignore"):
+                mask &= (xs - cx) * (xs - cx) + (ys - cy) * (ys - cy) <= r * r
+        if where.source_types is not None or where.exclude_source_types:
+            sources = np.array([self._sources[row] for row in rows.tolist()], dtype=object)
+            if where.source_types is not None:
+                mask &= np.isin(sources, list(where.source_types))
+            if where.exclude_source_types:
+                mask &= ~np.isin(sources, list(where.exclude_source_types))
+        if where.episode_id is not None:
+            mask &= np.array([self._episodes[row] == where.episode_id for row in rows.tolist()])
+        return mask
 
     def rows_of(self, ids: Sequence[str]) -> np.ndarray:
         """The index rows of these observations (-1 for an id not in the index)."""

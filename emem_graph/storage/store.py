@@ -36,6 +36,7 @@ from emem_graph.storage.changes import GraphChange
 from emem_graph.storage.entity_index import EntityIndex
 from emem_graph.storage.graph import COPY_MIN_ROWS, GraphDB, GraphTransaction
 from emem_graph.storage.health import GraphMark, refuse_lost_graph
+from emem_graph.storage.keyword_index import KeywordHit, bm25, terms
 from emem_graph.storage.observation_index import ObservationIndex
 from emem_graph.storage.pending import PendingVectors
 from emem_graph.storage.records import (
@@ -509,7 +510,46 @@ class MemoryStore:
         self, text: str, n: int, where: VectorFilter | None = None
     ) -> list[tuple[VectorHit, Observation | Gist | Entity]]:
         """The n best keyword (BM25) matches that pass the prefilter, with their records."""
-        return self._hydrate(self.vectors.keyword_search(text, n, where))
+        hits = [
+            VectorHit(id=hit.id, kind=hit.kind, score=hit.score)
+            for hit in self.keyword_hits(terms(text), n, where)
+        ]
+        return self._hydrate(hits)
+
+    def keyword_hits(
+        self, query_terms: Sequence[str], n: int, where: VectorFilter | None = None
+    ) -> list[KeywordHit]:
+        """The ``n`` best BM25 matches of ``query_terms`` (keyword_index.terms of a request)
+        passing the prefilter, best first, ties by id: observations, gists and entities scored
+        as one collection by the in-process keyword indexes, so the same texts always give the
+        same scores (LanceDB's full-text scores change as its index catches up)."""
+        if n < 1 or not query_terms:
+            return []
+        others, listed = self.vectors.keyword_others()
+        observed, other = bm25([self.index.keywords(), others], query_terms)
+        hits: list[KeywordHit] = []
+        if observed.rows.shape[0]:
+            keep = np.flatnonzero(self.index.admitted(observed.rows, where))
+            best = keep[_best(observed.scores[keep], n)]
+            hits += [
+                KeywordHit(
+                    self.index.id_of(int(observed.rows[at])),
+                    "observation",
+                    float(observed.scores[at]),
+                    float(observed.coverage[at]),
+                )
+                for at in best.tolist()
+            ]
+        for at, row in enumerate(other.rows.tolist()):
+            found = listed[row]
+            if where is None or where.admits_row(found):
+                hits.append(
+                    KeywordHit(
+                        found.id, found.kind, float(other.scores[at]), float(other.coverage[at])
+                    )
+                )
+        hits.sort(key=lambda hit: (-hit.score, hit.id))
+        return hits[:n]
 
     def last_ended_episode_id(self) -> str | None:
         """The episode that ended most recently (what a new episode FOLLOWS)."""
@@ -709,6 +749,15 @@ class MemoryStore:
                 records.update(self._fetch(kind, ids))
         # A hit whose node is gone (deleted between the two stores) is dropped, not returned.
         return [(h, records[h.id]) for h in hits if h.id in records]
+
+
+def _best(scores: np.ndarray, n: int) -> np.ndarray:
+    """Positions of the ``n`` highest scores, and of every score tied with the n-th (so that
+    the caller's tie break on ids decides, not the order of the rows)."""
+    if scores.shape[0] <= n:
+        return np.arange(scores.shape[0])
+    kth = np.partition(scores, scores.shape[0] - n)[scores.shape[0] - n]
+    return np.flatnonzero(scores >= kth)
 
 
 def _index_area(where: VectorFilter | None) -> dict[str, Any] | None:

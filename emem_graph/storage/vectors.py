@@ -35,6 +35,7 @@ from emem_graph.filters import VectorFilter, sql_in, sql_quote
 from emem_graph.models import NodeKind, VectorHit
 from emem_graph.storage import probe
 from emem_graph.storage.health import report_damage
+from emem_graph.storage.keyword_index import KeywordIndex
 from emem_graph.storage.rwlock import ReadWriteLock
 
 log = logging.getLogger(__name__)
@@ -204,6 +205,8 @@ class VectorStore:
         self._others = others
         self._others_columns: tuple[list[VectorRow], np.ndarray, np.ndarray] | None = None
         """The rows of _others with their x and y as arrays, rebuilt after a change."""
+        self._others_keywords: tuple[KeywordIndex, list[VectorRow]] | None = None
+        """A keyword index of the texts of _others (sorted by id), rebuilt after a change."""
         self._fts_rebuild: threading.Thread | None = None
         """Replacing a full-text index found damaged by a search (_rebuild_fts)."""
 
@@ -262,6 +265,7 @@ class VectorStore:
             )
             with self._others_lock:
                 self._others_columns = None
+                self._others_keywords = None
                 for node_id in chunk:
                     if (row := self._others.get(node_id)) is not None:
                         self._others[node_id] = replace(row, tier=tier)
@@ -555,6 +559,17 @@ class VectorStore:
         )
         return [VectorHit(id=i, kind=kind, score=score) for score, i, kind in ranked[:n]]
 
+    def keyword_others(self) -> tuple[KeywordIndex, list[VectorRow]]:
+        """A keyword index over the gist and entity rows' texts, by position in the list of
+        those rows (sorted by id) it comes with."""
+        with self._others_lock:
+            if self._others_keywords is None:
+                listed = sorted(self._others.values(), key=lambda row: row.id)
+                index = KeywordIndex()
+                index.add(range(len(listed)), [row.text for row in listed])
+                self._others_keywords = (index, listed)
+            return self._others_keywords
+
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` have a row."""
         found: set[str] = set()
@@ -807,6 +822,7 @@ class VectorStore:
         stored = None if table is None else _stored_vectors(table, self.dim)
         with self._others_lock:
             self._others_columns = None
+            self._others_keywords = None
             if stored is not None:
                 for at, row in enumerate(rows):
                     if row.kind != "observation":
@@ -821,7 +837,7 @@ class VectorStore:
         table = (
             self._table.search()
             .where("kind <> 'observation'")
-            .select([name for name in self._schema.names if name != "text"])
+            .select(list(self._schema.names))
             .limit(None)
             .to_arrow()
         )
@@ -843,7 +859,7 @@ class VectorStore:
                 source_type=columns["source_type"][at],
                 episode_id=columns["episode_id"][at],
                 tier=columns["tier"][at],
-                text="",
+                text=columns["text"][at] or "",
             )
             for at, node_id in enumerate(columns["id"])
         }

@@ -1,0 +1,258 @@
+"""KeywordIndex: BM25 over stored texts, in process, the same for the same texts every time.
+
+LanceDB's full-text search made rankings differ from run to run: its BM25 statistics depend on
+which rows its index covers (rows written after the last indexing are scored apart: the same
+query on the same rows gave 3.77 before a reindex and 3.90 after), and rows with equal scores
+come back in scan order. The memory's keyword ranking must be a function of the stored texts
+and the request only, whatever compaction or indexing is doing in the background, so it is
+computed here: an inverted index (term -> rows and term counts) with Okapi BM25 scores, ties
+broken by the caller on ids.
+
+Words are normalised (``terms``): lower case, apostrophes dropped ("anna's" -> "anna"), number
+words as digits ("two" -> "2"), stop words out and a light suffix stemmer, so that "watering
+the plants" matches "water the plant". Memory: about 6 bytes per term occurrence plus the
+vocabulary (at 1M observations of ~10 distinct terms: about 60 MB).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from array import array
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from emem_graph.models import NodeKind
+
+_STOPWORD_LIST = """
+    a about above after again all also am an and any are as at be been before being below
+    between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers him his how i if in into is it its itself just let me
+    more most my myself no nor not now of off on once only or other our ours out over own
+    please same she should so some such than that the their them then there these they this
+    those through to too under until up very was we were what when where which while who whom
+    why will with would you your yours find show tell get give remember recall see seen saw
+    put place bring take go look"""
+STOPWORDS = frozenset(_STOPWORD_LIST.split())
+"""Words left out of keyword queries and of the test for a meaningful request part."""
+
+NUMBER_WORDS = {
+    word: str(value)
+    for value, word in enumerate(
+        (
+            *("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"),
+            *("ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen"),
+            *("seventeen", "eighteen", "nineteen", "twenty"),
+        )
+    )
+}
+NUMBER_WORDS.update(
+    {
+        "first": "1",
+        "second": "2",
+        "third": "3",
+        "fourth": "4",
+        "fifth": "5",
+        "once": "1",
+        "twice": "2",
+        "thirty": "30",
+        "forty": "40",
+        "fifty": "50",
+        "hundred": "100",
+    }
+)
+_WORD = re.compile(r"[a-z0-9]+")
+_APOSTROPHE = re.compile(r"['\u2019]s\b|['\u2019]")
+_DOUBLE_KEPT = "lsz"
+K1 = 1.2
+B = 0.75
+
+
+def stem(word: str) -> str:
+    """A light English suffix stemmer: plural, -ing, -ed, a doubled final consonant and a final
+    e go ("watering", "watered", "waters" -> "water"; "running" -> "run"; "uses", "used" ->
+    "us"). Not Porter's: what matters is that inflections of one word meet."""
+    if len(word) <= 3 or word.isdigit():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    if word.endswith("ied") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("ing") and len(word) > 5:
+        word = word[:-3]
+    elif word.endswith("ed") and len(word) > 4:
+        word = word[:-2]
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in _DOUBLE_KEPT + "aeiou":
+        word = word[:-1]
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    return word
+
+
+def words(text: str) -> list[str]:
+    """The lower-case words of ``text`` (apostrophes and possessive 's dropped)."""
+    return _WORD.findall(_APOSTROPHE.sub("", text.lower()))
+
+
+def terms(text: str) -> list[str]:
+    """The index terms of ``text``, in order: words without stop words, number words as
+    digits, stemmed."""
+    found = []
+    for word in words(text):
+        if word in STOPWORDS:
+            continue
+        found.append(NUMBER_WORDS.get(word) or stem(word))
+    return found
+
+
+@dataclass(frozen=True)
+class KeywordHit:
+    """A keyword match: the node, its kind, its BM25 score and its coverage of the query."""
+
+    id: str
+    kind: NodeKind
+    score: float
+    coverage: float
+
+
+class KeywordIndex:
+    """An inverted index over texts by row number (rows given by the caller, any order), with
+    BM25 scoring. Thread-safe: one writer, many readers."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rows: dict[str, array[int]] = {}
+        self._counts: dict[str, array[int]] = {}
+        self._length = np.zeros(0, dtype=np.float32)
+        self._live = np.zeros(0, dtype=bool)
+        self._total_length = 0.0
+        self._docs = 0
+
+    @property
+    def docs(self) -> int:
+        """Texts indexed and not removed."""
+        return self._docs
+
+    @property
+    def total_length(self) -> float:
+        """Terms over every live text (for the average length)."""
+        return self._total_length
+
+    def document_frequency(self, term: str) -> int:
+        """How many live texts hold ``term`` (removed rows are counted until rebuilt: the index
+        removes by marking, and a removed row's postings stay)."""
+        with self._lock:
+            rows = self._rows.get(term)
+            if rows is None:
+                return 0
+            return int(np.count_nonzero(self._live[np.frombuffer(rows, dtype=np.uint32)]))
+
+    def add(self, rows: Sequence[int], texts: Sequence[str | None]) -> None:
+        """Index ``texts`` under ``rows`` (a row already indexed must not be added again)."""
+        tokenised = [Counter(terms(text)) if text else Counter() for text in texts]
+        with self._lock:
+            top = max(rows, default=-1) + 1
+            if top > self._length.shape[0]:
+                size = max(top, 2 * self._length.shape[0], 1024)
+                length = np.zeros(size, dtype=np.float32)
+                live = np.zeros(size, dtype=bool)
+                length[: self._length.shape[0]] = self._length
+                live[: self._live.shape[0]] = self._live
+                self._length, self._live = length, live
+            for row, counts in zip(rows, tokenised, strict=True):
+                size = sum(counts.values())
+                self._length[row] = size
+                self._live[row] = True
+                self._total_length += size
+                self._docs += 1
+                for term, count in counts.items():
+                    postings = self._rows.get(term)
+                    if postings is None:
+                        postings = self._rows[term] = array("I")
+                        self._counts[term] = array("H")
+                    postings.append(row)
+                    self._counts[term].append(min(count, 65_535))
+
+    def remove(self, rows: Sequence[int]) -> None:
+        """Leave these rows out of every later search."""
+        with self._lock:
+            for row in rows:
+                if 0 <= row < self._live.shape[0] and self._live[row]:
+                    self._live[row] = False
+                    self._total_length -= float(self._length[row])
+                    self._docs -= 1
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, term counts) of the live texts holding ``term``."""
+        with self._lock:
+            rows = self._rows.get(term)
+            if rows is None:
+                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+            found = np.frombuffer(rows, dtype=np.uint32).astype(np.int64)
+            counts = np.frombuffer(self._counts[term], dtype=np.uint16).astype(np.float32)
+            live = self._live[found]
+            return found[live], counts[live]
+
+    def lengths(self, rows: np.ndarray) -> np.ndarray:
+        """The term counts of these rows' texts."""
+        with self._lock:
+            length: np.ndarray = self._length[rows]
+            return length
+
+
+@dataclass(frozen=True)
+class Matches:
+    """The rows of one index holding at least one query term, in row order: their BM25 scores
+    and their coverage (the share of the query's IDF weight whose terms they hold, 0..1)."""
+
+    rows: np.ndarray
+    scores: np.ndarray
+    coverage: np.ndarray
+
+
+def bm25(indexes: Sequence[KeywordIndex], query_terms: Sequence[str]) -> list[Matches]:
+    """Okapi BM25 of ``query_terms`` over several indexes scored as one collection (document
+    frequencies and the average length taken over all of them), per index."""
+    unique = list(dict.fromkeys(query_terms))
+    docs = sum(index.docs for index in indexes)
+    empty = Matches(
+        np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.float64)
+    )
+    if not unique or docs == 0:
+        return [empty for _ in indexes]
+    average = max(sum(index.total_length for index in indexes) / docs, 1.0)
+    postings = [[index.postings(term) for term in unique] for index in indexes]
+    parts: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in indexes]
+    total_idf = 0.0
+    for t in range(len(unique)):
+        frequency = sum(int(p[t][0].shape[0]) for p in postings)
+        idf = math.log(1.0 + (docs - frequency + 0.5) / (frequency + 0.5))
+        total_idf += idf  # a term no text holds still counts in the coverage's whole
+        for i, index in enumerate(indexes):
+            rows, counts = postings[i][t]
+            if rows.shape[0] == 0:
+                continue
+            norm = K1 * (1.0 - B + B * index.lengths(rows) / average)
+            score = idf * counts * (K1 + 1.0) / (counts + norm)
+            parts[i].append((rows, score.astype(np.float64), np.full(rows.shape[0], idf)))
+    found: list[Matches] = []
+    for pieces in parts:
+        if not pieces:
+            found.append(empty)
+            continue
+        rows = np.concatenate([piece[0] for piece in pieces])
+        unique_rows, inverse = np.unique(rows, return_inverse=True)
+        scores = np.zeros(unique_rows.shape[0], dtype=np.float64)
+        covered = np.zeros(unique_rows.shape[0], dtype=np.float64)
+        np.add.at(scores, inverse, np.concatenate([piece[1] for piece in pieces]))
+        np.add.at(covered, inverse, np.concatenate([piece[2] for piece in pieces]))
+        found.append(Matches(unique_rows, scores, covered / total_idf))
+    return found

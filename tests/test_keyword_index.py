@@ -1,0 +1,99 @@
+"""The in-process keyword index: BM25 as the textbook defines it, the same scores whatever the
+order texts were added in, removal, and the normalisation of words (issue 21)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from emem_graph.storage.keyword_index import B, K1, KeywordIndex, bm25, stem, terms
+
+VOCABULARY = ["cup", "cups", "red", "kettle", "boiling", "boiled", "shelf", "two", "2", "the"]
+
+
+def reference_bm25(texts: list[str], query: str) -> dict[int, tuple[float, float]]:
+    """Okapi BM25 and IDF coverage written out term by term from the definition."""
+    docs = [Counter(terms(t)) for t in texts]
+    n = len(docs)
+    average = max(sum(sum(d.values()) for d in docs) / n, 1.0)
+    wanted = list(dict.fromkeys(terms(query)))
+    idf = {}
+    for term in wanted:
+        frequency = sum(1 for d in docs if term in d)
+        idf[term] = math.log(1 + (n - frequency + 0.5) / (frequency + 0.5))
+    total = sum(idf.values())
+    found = {}
+    for row, d in enumerate(docs):
+        held = [t for t in wanted if t in d]
+        if not held:
+            continue
+        length = sum(d.values())
+        score = sum(
+            idf[t] * d[t] * (K1 + 1) / (d[t] + K1 * (1 - B + B * length / average)) for t in held
+        )
+        found[row] = (score, sum(idf[t] for t in held) / total)
+    return found
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(VOCABULARY), min_size=0, max_size=8).map(" ".join),
+        min_size=1,
+        max_size=25,
+    ),
+    query=st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=4).map(" ".join),
+    seed=st.integers(0, 1000),
+)
+def test_bm25_matches_the_definition_whatever_the_order_of_adding(texts, query, seed) -> None:
+    expected = reference_bm25(texts, query)
+    order = np.random.default_rng(seed).permutation(len(texts))
+    index = KeywordIndex()
+    half = len(order) // 2
+    for chunk in (order[:half], order[half:]):  # added in two batches, shuffled
+        index.add([int(r) for r in chunk], [texts[int(r)] for r in chunk])
+    (found,) = bm25([index], terms(query))
+    assert set(found.rows.tolist()) == set(expected)
+    for row, score, covered in zip(found.rows, found.scores, found.coverage, strict=True):
+        want_score, want_coverage = expected[int(row)]
+        assert math.isclose(score, want_score, rel_tol=1e-5, abs_tol=1e-9)
+        assert math.isclose(covered, want_coverage, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def test_two_indexes_are_scored_as_one_collection_and_removed_rows_leave_it() -> None:
+    texts = ["red cup on the shelf", "kettle", "red kettle", "cup of tea", "blue shelf"]
+    one = KeywordIndex()
+    one.add(range(5), texts)
+    split_a, split_b = KeywordIndex(), KeywordIndex()
+    split_a.add(range(3), texts[:3])
+    split_b.add(range(2), texts[3:])
+    (whole,) = bm25([one], terms("red cup"))
+    part_a, part_b = bm25([split_a, split_b], terms("red cup"))
+    together = dict(zip(whole.rows.tolist(), whole.scores.tolist(), strict=True))
+    assert dict(zip(part_a.rows.tolist(), part_a.scores.tolist(), strict=True)) == {
+        r: s for r, s in together.items() if r < 3
+    }
+    assert dict(zip((part_b.rows + 3).tolist(), part_b.scores.tolist(), strict=True)) == {
+        r: s for r, s in together.items() if r >= 3
+    }
+    one.remove([0])
+    (after,) = bm25([one], terms("red cup"))
+    assert 0 not in after.rows.tolist() and one.docs == 4
+    expected = reference_bm25(texts[1:], "red cup")
+    got = {int(r) - 1: s for r, s in zip(after.rows, after.scores, strict=True)}
+    assert got.keys() == expected.keys()
+    for row, (score, _coverage) in expected.items():
+        assert math.isclose(got[row], score, rel_tol=1e-5)
+
+
+def test_words_are_normalised_so_that_inflections_meet() -> None:
+    assert stem("watering") == stem("watered") == stem("waters") == stem("water")
+    assert stem("running") == "run" and stem("boxes") == stem("box")
+    assert stem("batteries") == stem("battery")
+    assert terms("Anna's TWO mugs, don't!") == ["anna", "2", "mug", "dont"]
+    assert terms("the and of") == []
+    assert terms("") == []
