@@ -1363,21 +1363,23 @@ def run(
             build_seconds = time.perf_counter() - started
             stats = memory.consolidation.stats()
             gists = _count_gists(memory)
-            hybrid = _ask_memory(memory, data, progress, "hybrid")
         finally:
             memory.close()
-        memory = SpatioTemporalMemory(
-            config=_config(path, embedder.dim, hybrid=False),
-            embedding_provider=embedder,
-            get_current_time=lambda: now[0],
-        )
-        try:
-            dense = _ask_memory(memory, data, progress, "dense")
-        finally:
-            memory.close()
+        # Both rankers ask a reopened memory (the same state, the same cold start).
+        answers: dict[str, list[_Answer]] = {}
+        for name, hybrid in (("hybrid", True), ("dense", False)):
+            memory = SpatioTemporalMemory(
+                config=_config(path, embedder.dim, hybrid=hybrid),
+                embedding_provider=embedder,
+                get_current_time=lambda: now[0],
+            )
+            try:
+                answers[name] = _ask_memory(memory, data, progress, name)
+            finally:
+                memory.close()
     results["bm25"] = score(data, _ask_bm25(data))
-    results["dense"] = score(data, dense)
-    results["hybrid"] = score(data, hybrid)
+    results["dense"] = score(data, answers["dense"])
+    results["hybrid"] = score(data, answers["hybrid"])
     counts = Counter(q.kind for q in data.questions)
     return {
         "quick": quick,
@@ -1421,10 +1423,15 @@ def describe(result: dict[str, Any]) -> list[str]:
             f"{r['gist_slots_in_top10']:.2f} | {r['entity_slots_in_top10']:.2f} | "
             f"{r['p50_latency_ms']:.1f} ms |"
         )
-    lines += ["", "| ranker | type | questions | evidence in top 5 | all evidence in top 10 |",
+    lines += ["", "| ranker | questions of | n | evidence in top 5 | all evidence in top 10 |",
               "|---|---|---|---|---|"]  # fmt: skip
     for name in RANKERS:
-        for kind, r in result["rankers"][name]["by_type"].items():
+        splits = [(kind, r) for kind, r in result["rankers"][name]["by_type"].items()]
+        splits += [
+            (f"{n} evidence turn{'s' if n != '1' else ''}", r)
+            for n, r in result["rankers"][name]["by_evidence_count"].items()
+        ]
+        for kind, r in splits:
             if r["questions"]:
                 lines.append(
                     f"| {name} | {kind} | {r['questions']} | {r['evidence_in_top5']:.1%} | "
