@@ -270,7 +270,7 @@ def test_recall_lists_what_is_about_the_concept(patrol: SpatioTemporalMemory) ->
     assert "a red chair by the balcony door" in answer
     assert "a television showing the news" not in answer.split("Summaries:")[0]
     assert "[appliance] television" not in answer
-    assert "not about 'red chair'" in answer  # what was left out is counted, not hidden
+    assert "not among the matches for 'red chair'" in answer  # the rest is counted, not hidden
     assert "red chair (seen" in answer
 
 

@@ -47,9 +47,9 @@ MIN_RECALL_RADIUS = 2.0
 CONTEXT_LIMIT = 10
 """Items per section of get_current_context."""
 RECALL_RELEVANCE = 0.7
-"""recall lists an item around the place when its cosine similarity to the query is at least
-this fraction of the best hit's, or when it names the query's head noun; the others are
-counted in one line, not listed."""
+"""recall lists an item around the place when the query's search returned it with a cosine
+similarity at least this fraction of the best hit's, or when it names the query's head noun;
+the others are counted in one line, not listed."""
 
 
 class ToolHost(Protocol):
@@ -536,10 +536,9 @@ class RetrievalTools:
         shown: set[str],
         parts: int,
     ) -> str:
-        """What is around the place ``about`` was located at and is about it: items whose
-        similarity to the query is at least RECALL_RELEVANCE of the best hit's, or that name
-        the query's head noun. Items an earlier part's block listed are not listed again; the
-        rest is counted in one line (spatial_query lists everything around a place)."""
+        """What is around the place ``about`` was located at and is about it (see _relevant).
+        Items an earlier part's block listed are not listed again; the rest is counted in one
+        line (spatial_query lists everything around a place)."""
         observations = lookups.observations_near(
             self._store, circle, include_body_state=include_body_state, limit=n
         )
@@ -587,7 +586,7 @@ class RetrievalTools:
         others = [_counted(count, kind) for kind, count in left.items() if count]
         if others:
             lines.append(
-                f"Also within {circle.radius:.1f}m, not about '{about.label}': "
+                f"Also within {circle.radius:.1f}m, not among the matches for '{about.label}': "
                 f"{', '.join(others)} (spatial_query lists them)."
             )
         if again:
@@ -595,24 +594,15 @@ class RetrievalTools:
         return "\n".join(lines)
 
     def _relevant(self, about: _About, records: list[Any]) -> set[str]:
-        """Ids of the records about the query: similar enough to it (relative to the best hit)
-        or naming its head noun. The search's own hits give most similarities; a record it did
-        not return is at most as similar as its last hit, so its vector is read only when that
-        last hit is above the floor."""
+        """Ids of the records about the query: among the search's own hits with a similarity
+        at least RECALL_RELEVANCE of the best hit's, or naming the query's head noun. (No
+        vector is read or computed here: recall costs what it cost before.)"""
         floor = RECALL_RELEVANCE * about.best
-        similarity = dict(about.similarity)
-        unknown = list(dict.fromkeys(r.id for r in records if r.id not in similarity))
-        if unknown and about.lowest >= floor:
-            query = about.vector / max(float(np.linalg.norm(about.vector)), 1e-12)
-            stored = self._store.vectors.vectors_of(unknown)
-            for node_id, vector in stored.items():
-                norm = max(float(np.linalg.norm(vector)), 1e-12)
-                similarity[node_id] = float(np.asarray(vector, dtype=np.float32) @ query) / norm
         head = _head_noun(about.label)
         found = set()
         for record in records:
             named = head is not None and head in {singular(w) for w in words(_text_of(record))}
-            if similarity.get(record.id, -1.0) >= floor or named:
+            if about.similarity.get(record.id, -1.0) >= floor or named:
                 found.add(record.id)
         return found
 
@@ -639,14 +629,13 @@ def _first_unique(records: list[Any], n: int) -> list[Any]:
 
 class _About:
     """What a recall block is about: its label, the query's vector and the similarities of
-    the query's search hits (best, lowest, by record id)."""
+    the query's search hits (by record id, and the best)."""
 
     def __init__(self, label: str, vector: np.ndarray, hits: list[tuple[Any, float]]) -> None:
         self.label = label
         self.vector = np.asarray(vector, dtype=np.float32)
         self.similarity = {record.id: float(score) for record, score in hits}
         self.best = max(self.similarity.values(), default=0.0)
-        self.lowest = min(self.similarity.values(), default=0.0)
 
 
 def _head_noun(query: str) -> str | None:
