@@ -139,7 +139,6 @@ REMINDERS = (
     ("call the council about the pothole", "complain to the town hall about the hole in the road"),
     ("defrost the chicken for dinner", "take the poultry out of the freezer"),
 )  # fmt: skip
-REMINDER_TIMES = ("9:30", "11:00", "1:15", "2:45", "4:00", "5:30", "6:15", "7:45", "8:30")
 
 # Appointments: (topic in statements, its names in questions, outcome after it, later mention)
 APPOINTMENTS = (
@@ -450,6 +449,12 @@ def article(noun: str) -> str:
     return f"an {noun}" if noun[0] in "aeiou" else f"a {noun}"
 
 
+def clock_time(hours: float) -> str:
+    """A time of day as a person says it: 13.75 -> "1:45"."""
+    minutes = round(hours * 60)
+    return f"{(minutes // 60 - 1) % 12 + 1}:{minutes % 60:02d}"
+
+
 def ordinal(n: int) -> str:
     """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st, ..."""
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
@@ -670,7 +675,7 @@ class _Builder:
                     self.put(self.session(day, (0,)), rested, self.ack())
 
             device = devices[day % len(devices)]
-            room = rng.choice(ROOM_NAMES)
+            room = rng.choice([r for r in ROOM_NAMES if r.split()[0] not in device])
             said = rng.choice(
                 (
                     f"robot: I noticed the {device} {in_room(room)} was left on, so I switched "
@@ -689,11 +694,13 @@ class _Builder:
                          "other", "left-on-where")  # fmt: skip
 
             task, paraphrase = reminders[day % len(reminders)]
-            hour = rng.choice(REMINDER_TIMES)
             first = self.session(day, not_last=True)
-            key = self.put(first, f"user: Remind me at {hour} to {task}.", self.ack())
             later = self.later_session(first)
-            nudge = self.put(later, f"robot: It's {hour}, you asked me to remind you to {task}.")
+            hour = clock_time(SLOTS[later.slot][1])  # due as the later conversation starts
+            key = self.put(first, f"user: Remind me at {hour} to {task}.", self.ack())
+            nudge = self.put(
+                later, f"robot: It's past {hour}, you asked me to remind you to {task}."
+            )
             if rng.random() < DAILY_ASKED:
                 self.ask(
                     rng.choice(
