@@ -223,11 +223,13 @@ def collapse_records(
     return items
 
 
-def format_collapsed(records: Iterable[Observation | Gist | Entity]) -> list[str]:
+def format_collapsed(
+    records: Iterable[Observation | Gist | Entity], limit: int | None = None
+) -> list[str]:
     """The line of each record (format_record), records with the same text once, with
-    ``(x{n}, {span})`` (see collapse_records)."""
+    ``(x{n}, {span})`` (see collapse_records); the first ``limit`` lines when given."""
     lines = []
-    for record, count, start, end in collapse_records(records):
+    for record, count, start, end in collapse_records(records)[:limit]:
         timed = isinstance(record, Observation)
         suffix = times_suffix(count, start, end) if timed else times_suffix(count)
         lines.append(format_record(record) + suffix)

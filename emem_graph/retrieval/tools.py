@@ -365,7 +365,7 @@ class RetrievalTools:
             f"Radius: {estimate.radius:.1f}m",
             f"Based on: {len(estimate.hits)} memories ({summary})",
         ]
-        lines.extend(f"  {line}" for line in format_collapsed(r for r, _ in estimate.hits)[:3])
+        lines.extend(f"  {line}" for line in format_collapsed((r for r, _ in estimate.hits), 3))
         return "\n".join(lines)
 
     @tool_method
