@@ -255,9 +255,12 @@ def test_the_llm_path_gives_a_summary_or_falls_back(
     stats = memory.consolidation.stats()
     assert text is not None and len(text) <= LLM_GIST_MAX_CHARS
     assert text.endswith("6 observations around (2.0, 2.1), 1970-01-01 00:00:10–00:00:30.")
-    # What the LLM read: each distinct text once, with its count.
-    prompt = str(fake_ollama.bodies[-1]) if fake_ollama.bodies else ""
-    assert "a red chair next to the kitchen table (3x)" in prompt or stats["gists_llm_text"] == 0
+    # What the LLM read: each distinct text once with its count, the detection lists as one
+    # counted line, and a prompt that asks for a short summary naming each thing once.
+    [prompt] = [str(b) for b in fake_ollama.bodies if "perception layers" in str(b)]
+    assert "a red chair next to the kitchen table (3x)" in prompt
+    assert "Detected chair 3x, table 3x." in prompt and "1 chair, 1 table" not in prompt
+    assert "at most 300 characters" in prompt and "Name each thing once" in prompt
     if reply == "ok":
         assert text.startswith(answer) and stats["gists_llm_text"] == 1
     else:

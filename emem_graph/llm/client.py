@@ -163,13 +163,18 @@ ENTITY_SCHEMA: dict[str, Any] = {
 }
 
 SUMMARIZE_PROMPT = (
-    "Summarize these robot observations in two or three sentences. Keep places, objects and "
-    "the order of events; do not invent anything.\n\n{texts}"
+    "Summarize these robot observations in one or two short sentences, at most 300 "
+    "characters. A line ending in (3x) was observed 3 times. Name each thing once, by its full "
+    "name, with how often it was seen (e.g. 'coffee machine, cup, refrigerator, seen 8 times'); "
+    "keep places and the order of events; do not repeat anything and do not invent anything."
+    "\n\n{texts}"
 )
 SYNTHESIZE_PROMPT = (
     "A robot perceived the same places through several perception layers. Write one short "
-    "summary across the layers: say what they agree on and point out any contradictions. "
-    "Do not invent anything.\n\n{texts}"
+    "summary across the layers, at most 300 characters: say what they agree on and point out "
+    "any contradictions. A line ending in (3x) was observed 3 times. Name each thing once, by "
+    "its full name, with how often it was seen; do not repeat anything and do not invent "
+    "anything.\n\n{texts}"
 )
 EXTRACT_PROMPT = (
     "List the physical objects, people and places named in these numbered robot observations. "
