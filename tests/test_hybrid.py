@@ -52,6 +52,9 @@ def test_keyword_terms_keep_the_content_words_of_a_question_normalised():
         ("apples, pears and plums", ["apples", "pears", "plums"]),
         ("where is the red chair?", ["where is the red chair?"]),
         ("the cup and then", ["the cup and then"]),  # one meaningful part: not split
+        # A title's or a number's full stop ends no sentence.
+        ("Where are Mrs. Brown's batteries?", ["Where are Mrs. Brown's batteries?"]),
+        ("Dr. Patel's 2.5 mm screws", ["Dr. Patel's 2.5 mm screws"]),
     ],
 )
 def test_split_request_into_parts(request_text, parts):

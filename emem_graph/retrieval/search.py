@@ -36,7 +36,11 @@ if TYPE_CHECKING:
 Record = Observation | Gist | Entity
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
-_SENTENCES = re.compile(r"[.!?;\n]+")
+_SENTENCES = re.compile(r"[!?;\n]+|\.+(?=\s|$)")
+"""Sentence ends: a full stop only before a space or the end ("2.5 m" is one sentence)."""
+_ABBREVIATIONS = re.compile(r"\b(mr|mrs|ms|dr|prof|st|sr|jr|vs|etc|no|approx)\.", re.IGNORECASE)
+"""Titles and abbreviations whose full stop ends no sentence ("Mrs. Brown's batteries": it
+was searched as two parts, "where are mrs." first)."""
 _JOINERS = re.compile(r",|\b(?:and then|and also|as well as|after that|then|also|plus|and)\b")
 MAX_PARTS = 6
 KEYWORD_THREADS = 4
@@ -75,7 +79,7 @@ def split_request(text: str) -> list[str]:
     "and", "then", "also", "plus". Parts without a content word are dropped; a request of one
     part (or of more than MAX_PARTS) comes back as ``[text]``."""
     parts: list[str] = []
-    for sentence in _SENTENCES.split(text):
+    for sentence in _SENTENCES.split(_ABBREVIATIONS.sub(r"\1", text)):
         for clause in _JOINERS.split(sentence.lower()):
             clause = " ".join(clause.split())
             if clause and content_words(clause) and clause not in parts:
