@@ -14,6 +14,8 @@ from emem_graph.cli.common import make_embedder
 
 SECTIONS: list[tuple[str, str]] = [
     ("requests", "emem_graph.evals.retrieval_eval"),
+    ("dialogue", "emem_graph.evals.dialogue"),
+    ("locate", "emem_graph.evals.locate_eval"),
 ]
 """(name, module) of every evaluation the command runs, in order; each module has
 ``run(embedder, *, quick, progress) -> dict`` and ``describe(result) -> list[str]``."""
@@ -24,12 +26,15 @@ def add_retrieval_commands(commands: argparse._SubParsersAction[argparse.Argumen
     names = [name for name, _module in SECTIONS]
     retrieval_eval = commands.add_parser(
         "retrieval-eval",
-        help="evaluate retrieval: paraphrased requests among near-duplicate memories, "
-        "BM25 vs dense vs hybrid",
-        description="Store hand-written memories in new memories (one per place and ranker) and "
-        "ask requests with known answers through semantic_search; print R@1 / R@5 for a plain "
-        "BM25, the dense memory and the hybrid memory, the latency, and whether a second run "
-        f"gives the same rankings. Sections: {', '.join(names)}.",
+        help="evaluate retrieval: paraphrased requests among near-duplicate memories, a long "
+        "dialogue history, locate's error; BM25 vs dense vs hybrid",
+        description="Store hand-written memories in new memories and ask questions with known "
+        "answers through the public tools. requests: R@1 / R@5 of paraphrased, word-sharing, "
+        "two-part and time-word requests among near-duplicates; dialogue: evidence turns of "
+        "two weeks of conversation in the top 5 / 10; locate: the distance of locate's answer "
+        "to each object. Each for a plain BM25, the dense memory and the hybrid memory where "
+        "it applies, with latency and whether a second run gives the same rankings. Sections: "
+        f"{', '.join(names)}.",
     )
     retrieval_eval.add_argument(
         "--quick", action="store_true", help="a small subset of every section (under a minute)"
