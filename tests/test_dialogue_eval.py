@@ -106,6 +106,7 @@ def test_quick_run_end_to_end(minilm: Any) -> None:
             assert 0.0 <= figures[key] <= 1.0, (name, key)
         assert 0.0 <= figures["gist_slots_in_top10"] <= dialogue.TOP
         assert figures["p50_latency_ms"] > 0
+        assert 0 <= figures["answers_changed_on_repeat"] <= result["questions"]
         assert figures["questions"] == result["questions"]
         split = figures["by_type"]
         assert split["time"]["questions"] + split["other"]["questions"] == result["questions"]

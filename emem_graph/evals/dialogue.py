@@ -1279,17 +1279,23 @@ def _config(path: Path, dim: int, hybrid: bool) -> MemoryConfig:
 class _Answer:
     top: list[tuple[str, int | None]]
     seconds: float
+    same_on_repeat: bool = True
 
 
 def _ask_memory(memory: SpatioTemporalMemory, data: Dialogue, progress: bool,
                 label: str) -> list[_Answer]:  # fmt: skip
     turn_ids = {t.text: t.id for t in data.turns}
     answers = []
+    texts = []
     for q in tqdm(data.questions, desc=label, disable=not progress, leave=False):
         started = time.perf_counter()
         text = memory.semantic_search(q.text, n_results=TOP)
         seconds = time.perf_counter() - started
+        texts.append(text)
         answers.append(_Answer(parse_results(text, turn_ids)[:TOP], seconds))
+    # The same memory and the same call must give the same answer (issue 21): ask again.
+    for q, text, answer in zip(data.questions, texts, answers, strict=True):
+        answer.same_on_repeat = memory.semantic_search(q.text, n_results=TOP) == text
     return answers
 
 
@@ -1332,6 +1338,7 @@ def score(data: Dialogue, answers: list[_Answer]) -> dict[str, Any]:
     everything = list(range(len(data.questions)))
     result: dict[str, Any] = figures(everything)
     result["p50_latency_ms"] = 1000 * statistics.median(a.seconds for a in answers)
+    result["answers_changed_on_repeat"] = sum(not a.same_on_repeat for a in answers)
     result["by_type"] = {
         kind: figures([i for i in everything if data.questions[i].kind == kind])
         for kind in ("time", "other")
@@ -1420,15 +1427,15 @@ def describe(result: dict[str, Any]) -> list[str]:
         f"{result['gists_stored']} gists stored",
         "",
         "| ranker | evidence in top 5 | all evidence in top 10 | gist slots / 10 | "
-        "entity slots / 10 | p50 latency |",
-        "|---|---|---|---|---|---|",
+        "entity slots / 10 | p50 latency | answers changed when asked again |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name in RANKERS:
         r = result["rankers"][name]
         lines.append(
             f"| {name} | {r['evidence_in_top5']:.1%} | {r['all_evidence_in_top10']:.1%} | "
             f"{r['gist_slots_in_top10']:.2f} | {r['entity_slots_in_top10']:.2f} | "
-            f"{r['p50_latency_ms']:.1f} ms |"
+            f"{r['p50_latency_ms']:.1f} ms | {r['answers_changed_on_repeat']} |"
         )
     lines += ["", "| ranker | questions of | n | evidence in top 5 | all evidence in top 10 |",
               "|---|---|---|---|---|"]  # fmt: skip
