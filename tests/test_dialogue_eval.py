@@ -115,6 +115,14 @@ def test_quick_run_end_to_end(minilm: Any) -> None:
     assert result["rankers"]["hybrid"]["evidence_in_top5"] > 0.3
     assert result["rankers"]["dense"]["evidence_in_top5"] > 0.3
     assert result["rankers"]["bm25"]["gist_slots_in_top10"] == 0.0  # BM25 ranks turns only
+    # the per-question ranks agree with the figures
+    detail = result["per_question"]
+    assert len(detail) == result["questions"]
+    for name in dialogue.RANKERS:
+        ranks = [d["ranks"][name] for d in detail]
+        assert all(r is None or 1 <= r <= dialogue.TOP for rs in ranks for r in rs)
+        top5 = sum(any(r is not None and r <= 5 for r in rs) for rs in ranks) / len(ranks)
+        assert top5 == pytest.approx(result["rankers"][name]["evidence_in_top5"])
     lines = dialogue.describe(result)
     assert any(line.startswith("| hybrid |") for line in lines)
     assert any("| bm25 | time |" in line for line in lines)

@@ -1391,9 +1391,9 @@ def run(
                 answers[name] = _ask_memory(memory, data, progress, name)
             finally:
                 memory.close()
-    results["bm25"] = score(data, _ask_bm25(data))
-    results["dense"] = score(data, answers["dense"])
-    results["hybrid"] = score(data, answers["hybrid"])
+    answers["bm25"] = _ask_bm25(data)
+    for name in RANKERS:
+        results[name] = score(data, answers[name])
     counts = Counter(q.kind for q in data.questions)
     return {
         "quick": quick,
@@ -1408,7 +1408,23 @@ def run(
         "consolidation": {k: v for k, v in stats.items() if isinstance(v, int | float)},
         "build_seconds": round(build_seconds, 1),
         "rankers": results,
+        "per_question": [
+            {
+                "question": q.text,
+                "family": q.family,
+                "kind": q.kind,
+                "evidence": [data.turns[e].text for e in q.evidence],
+                "ranks": {name: evidence_ranks(q, answers[name][q.id]) for name in RANKERS},
+            }
+            for q in data.questions
+        ],
     }
+
+
+def evidence_ranks(question: Question, answer: _Answer) -> list[int | None]:
+    """The result position (1-based, within the top 10) of each evidence turn, None if absent."""
+    where = {turn: i for i, (kind, turn) in enumerate(answer.top, 1) if kind == "turn"}
+    return [where.get(e) for e in question.evidence]
 
 
 def _count_gists(memory: SpatioTemporalMemory) -> int:
