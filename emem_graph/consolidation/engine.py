@@ -69,7 +69,13 @@ class ConsolidationEngine:
         client = llm_client if llm_client is not None else configured_llm(config)
         self.guard = LLMGuard(client, timeout=call_timeout(config))
         vectors_of = functools.partial(reads.stored_vectors, store)
-        self.texts = GistTexts(self.guard, embed, vectors_of, config.summary_max_sentences)
+        self.texts = GistTexts(
+            self.guard,
+            embed,
+            vectors_of,
+            config.summary_max_sentences,
+            landmark=functools.partial(reads.landmark, store),
+        )
         self.rules = RuleBasedExtractor(reads.entity_names(store))
         self.resolver = EntityResolver(
             store,

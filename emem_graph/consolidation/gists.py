@@ -26,6 +26,8 @@ from emem_graph.text.detections import parse_detections
 from emem_graph.text.extractive import Embed, select_representative, unique_texts
 
 VectorsOf = Callable[[Sequence[str]], dict[str, np.ndarray]]
+Landmark = Callable[[float, float], str | None]
+"""The name of a landmark at (x, y), or None: how a gist says where it is."""
 
 EXTENT_MARGIN = 0.5
 """Metres around the positions' convex hull (a single position is still an area)."""
@@ -136,12 +138,20 @@ class GistTexts:
         embed: the memory's embedder.
         vectors_of: stored vectors by observation id (reused instead of re-embedding).
         max_sentences: kept for compatibility (the digest keeps at most digest.MAX_TEXTS texts).
+        landmark: names a landmark at a gist's centre ("near the fridge (4.3, 2.1)"), or None:
+            the centre's coordinates alone.
     """
 
     def __init__(
-        self, guard: LLMGuard, embed: Embed, vectors_of: VectorsOf, max_sentences: int
+        self,
+        guard: LLMGuard,
+        embed: Embed,
+        vectors_of: VectorsOf,
+        max_sentences: int,
+        landmark: Landmark | None = None,
     ) -> None:
         self._guard = guard
+        self._landmark = landmark
         self._embed = embed
         self._vectors_of = vectors_of
         self.max_sentences = max_sentences
@@ -169,7 +179,7 @@ class GistTexts:
         if len(parts) <= 1:
             return parts[0] if parts else ""
         ordered = sorted(observations, key=lambda o: o.timestamp)
-        tail = _footer(ordered)
+        tail = self._footer(ordered)
         if self._guard.enabled:
             answer = self._checked(self._guard.call("summarize", list(parts)), parts, tail)
             if answer is not None:
@@ -183,7 +193,19 @@ class GistTexts:
             vectors=vectors,
             positions=[(o.x, o.y) for o in ordered],
             times=[o.timestamp for o in ordered],
+            place=self._place(ordered),
         )
+
+    def _place(self, ordered: Sequence[Observation]) -> str | None:
+        if self._landmark is None:
+            return None
+        x, y = _center(ordered)
+        return self._landmark(x, y)
+
+    def _footer(self, ordered: Sequence[Observation]) -> str:
+        times = [o.timestamp for o in ordered]
+        center = _center(ordered)
+        return digest.footer(len(ordered), center, min(times), max(times), self._place(ordered))
 
     def _ask(self, ordered: Sequence[Observation], vectors: np.ndarray) -> str | None:
         by_layer: dict[str, list[int]] = {}
@@ -197,7 +219,7 @@ class GistTexts:
             answer = self._guard.call("summarize", next(iter(chosen.values())))
         else:
             answer = self._guard.call("synthesize", chosen)
-        return self._checked(answer, [o.text for o in ordered], _footer(ordered))
+        return self._checked(answer, [o.text for o in ordered], self._footer(ordered))
 
     def _checked(self, answer: object, parts: Sequence[str], tail: str) -> str | None:
         if answer is None:
@@ -239,8 +261,6 @@ class GistTexts:
         return ([things] if things else []) + lines
 
 
-def _footer(ordered: Sequence[Observation]) -> str:
+def _center(ordered: Sequence[Observation]) -> tuple[float, float]:
     points = np.asarray([[o.x, o.y] for o in ordered], dtype=np.float64)
-    center = (float(points[:, 0].mean()), float(points[:, 1].mean()))
-    times = [o.timestamp for o in ordered]
-    return digest.footer(len(ordered), center, min(times), max(times))
+    return float(points[:, 0].mean()), float(points[:, 1].mean())

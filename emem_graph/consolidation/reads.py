@@ -79,3 +79,23 @@ def cooccurrence_counts(store: MemoryStore) -> dict[tuple[str, str], int]:
     """Co-occurrence counts per stored (smaller id, larger id) pair."""
     rows = store.graph.query("cooccurrence_counts")
     return {(row["a"], row["b"]): int(row["count"]) for row in rows}
+
+
+LANDMARK_RADIUS = 2.0
+"""Metres: the farthest a gist's landmark may be from its centre."""
+_NOT_LANDMARKS = frozenset({"person", "animal"})
+
+
+def landmark(store: MemoryStore, x: float, y: float) -> str | None:
+    """The name of the entity that best says where (x, y) is: within LANDMARK_RADIUS, never a
+    person or an animal, a typed thing (furniture, appliance...) before a plain "object" (which
+    may be carried away), nearest first; None when there is none."""
+    found = [
+        e
+        for e in store.entities.find(circle=(x, y, LANDMARK_RADIUS), limit=20)
+        if (e.entity_type or "object") not in _NOT_LANDMARKS and e.name.strip()
+    ]
+    if not found:
+        return None
+    typed = [e for e in found if (e.entity_type or "object") != "object"]
+    return (typed or found)[0].name

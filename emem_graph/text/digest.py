@@ -38,7 +38,7 @@ MAX_THINGS = 8
 
 _THINGS_RE = re.compile(r"Detected (?P<items>[^.]*?)(?: and (?P<more>\d+) more)?\.(?:\s|$)")
 _ITEM_RE = re.compile(r"^(?P<label>.+?)(?: (?P<count>\d+)x)?$")
-_FOOTER_RE = re.compile(r"\s*\d+ observations? around \([^)]*\)[^.]*\.\s*$")
+_FOOTER_RE = re.compile(r"\s*\d+ observations? (?:around|near the [^()]*?) \([^)]*\)[^.]*\.\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -55,6 +55,7 @@ class Digest:
     center: tuple[float, float] | None = None
     start: float | None = None
     end: float | None = None
+    place: str | None = None
 
 
 def things_seen(texts: Sequence[str]) -> dict[str, int]:
@@ -93,10 +94,18 @@ def time_span(start: float, end: float) -> str:
     return f"{head}–{tail}"
 
 
-def footer(count: int, center: tuple[float, float] | None, start: float, end: float) -> str:
-    """``20 observations around (4.3, 2.1), 2026-11-22 08:00:00–08:06:22.``"""
+def footer(
+    count: int,
+    center: tuple[float, float] | None,
+    start: float,
+    end: float,
+    place: str | None = None,
+) -> str:
+    """``20 observations around (4.3, 2.1), 2026-11-22 08:00:00–08:06:22.``, or ``near the
+    fridge (4.3, 2.1)`` with a ``place`` (the name of a landmark there)."""
     noun = "observation" if count == 1 else "observations"
-    where = "" if center is None else f" around ({center[0]:.1f}, {center[1]:.1f})"
+    near = f"near the {' '.join(place.split())}" if place and "(" not in place else "around"
+    where = "" if center is None else f" {near} ({center[0]:.1f}, {center[1]:.1f})"
     return f"{count} {noun}{where}, {time_span(start, end)}."
 
 
@@ -130,6 +139,7 @@ def digest_of(
     vectors: np.ndarray | None = None,
     positions: Sequence[tuple[float, float]] | None = None,
     times: Sequence[float] | None = None,
+    place: str | None = None,
 ) -> Digest:
     """What a digest of ``texts`` (observation texts, time order) says: the things of its
     detection lists, its distinct free texts with their counts and vectors (``vectors``: one
@@ -156,6 +166,7 @@ def digest_of(
         center=center,
         start=min(times) if times else None,
         end=max(times) if times else None,
+        place=place,
     )
 
 
@@ -164,7 +175,7 @@ def write_digest(digest: Digest, *, parts: int, max_chars: int = GIST_MAX_CHARS)
     (the length of what it summarizes, back to back; the same length for a single part), or
     "" when no form of it is (a few tiny parts)."""
     tail = (
-        footer(digest.count, digest.center, digest.start, digest.end)
+        footer(digest.count, digest.center, digest.start, digest.end, digest.place)
         if digest.start is not None and digest.end is not None
         else ""
     )
@@ -202,10 +213,12 @@ def summarize_texts(
     vectors: np.ndarray | None = None,
     positions: Sequence[tuple[float, float]] | None = None,
     times: Sequence[float] | None = None,
+    place: str | None = None,
     max_chars: int = GIST_MAX_CHARS,
 ) -> str:
-    """The digest of observation texts (see the module docstring)."""
-    digest = digest_of(texts, embed, vectors=vectors, positions=positions, times=times)
+    """The digest of observation texts (see the module docstring); ``place``: the name of a
+    landmark at their centre, if one is known."""
+    digest = digest_of(texts, embed, vectors=vectors, positions=positions, times=times, place=place)
     written = write_digest(digest, parts=parts_length(texts), max_chars=max_chars)
     if written:
         return written
