@@ -7,6 +7,7 @@ again and again, which is what made the answers repeat themselves)."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -89,9 +90,17 @@ def test_a_text_seen_many_times_reads_once_with_its_count(patrol: SpatioTemporal
     detection = [row for row in context.splitlines() if "1 coffee machine, 1 cup" in row]
     assert len(detection) <= 2  # once under Nearby, at most once under Recent
     assert any(row.endswith(")") and "(x" in row for row in detection), context
+    # One text at one place (the same square metre) is one line; at different places the
+    # lines stay apart, each giving a place to go to.
     answer = patrol.spatial_query(2.5, 2.5, radius=3.0, n_results=30)
-    texts = [row.split("] ", 2)[-1].split(" (x")[0] for row in answer.splitlines()]
-    assert len(texts) == len(set(texts)), answer
+    places = []
+    for row in answer.splitlines():
+        match = re.search(r"\((-?[\d.]+),(-?[\d.]+)\) \[[^]]*\] (.*?)(?: \(x\d+.*)?$", row)
+        assert match is not None, row
+        x, y, text = float(match[1]), float(match[2]), match[3]
+        places.append((text, math.floor(x), math.floor(y)))
+    assert len(places) == len(set(places)), answer
+    assert any("(x" in row for row in answer.splitlines()), answer
 
 
 def test_no_two_gists_carry_the_same_text(patrol: SpatioTemporalMemory) -> None:

@@ -7,6 +7,7 @@ changing their output.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -204,13 +205,22 @@ def times_suffix(count: int, start: float | None = None, end: float | None = Non
 def collapse_records(
     records: Iterable[Observation | Gist | Entity],
 ) -> list[tuple[Observation | Gist | Entity, int, float, float]]:
-    """Records with the same text (observations: of the same layer; gists: any) as one item:
-    the first of them (in the order given), how many, and the first and last time they were
-    observed. Entities are distinct things and stay one item each."""
-    groups: dict[tuple[str, ...], list[Observation | Gist | Entity]] = {}
+    """Records with the same text (observations: of the same layer, within the same square
+    metre; gists: any) as one item: the first of them (in the order given), how many, and the
+    first and last time they were observed. Entities are distinct things and stay one item
+    each. Observations of one text at different places stay apart: each line gives a place
+    the robot can go to (grouping every "a coffee mug" of an area into one line left one
+    position of ten)."""
+    groups: dict[tuple[object, ...], list[Observation | Gist | Entity]] = {}
     for record in records:
         if isinstance(record, Observation):
-            key: tuple[str, ...] = ("o", record.layer_name, text_key(record.text))
+            key: tuple[object, ...] = (
+                "o",
+                record.layer_name,
+                text_key(record.text),
+                math.floor(record.x),
+                math.floor(record.y),
+            )
         elif isinstance(record, Gist):
             key = ("g", text_key(record.text))
         else:

@@ -151,10 +151,12 @@ class RetrievalTools:
             episode_id=episode_id,
             include_body_state=include_body_state,
         )
-        hits = self._search.search_request(query, n_results, where)
+        # Twice as many hits as lines: records of one text at one place share a line, and
+        # the answer still lists n_results of them when the memory holds that many.
+        hits = self._search.search_request(query, 2 * n_results, where)
         if not hits:
             return "No results found."
-        return numbered(format_collapsed(hit.record for hit in hits))
+        return numbered(format_collapsed((hit.record for hit in hits), n_results))
 
     @tool_method
     def spatial_query(
