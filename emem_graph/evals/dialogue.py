@@ -1397,6 +1397,7 @@ def run(
     counts = Counter(q.kind for q in data.questions)
     return {
         "quick": quick,
+        "embedder": type(embedder).__name__,  # the CLI puts the name it was given
         "seed": data.seed,
         "days": data.days,
         "turns": len(data.turns),
