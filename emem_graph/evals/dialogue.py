@@ -578,10 +578,18 @@ class _Builder:
         date = START + timedelta(days=day)
         return f"on {self.weekday(day)} the {ordinal(date.day)} of {date.strftime('%B')}"
 
-    def spread(self, count: int, span: int = 1) -> list[int]:
-        """``count`` days spread over the history (each leaving ``span`` days after it)."""
-        top = max(0, self.last - span)
-        return [self.rng.randint(0, top) for _ in range(count)]
+    def part_ref(self, day: int, slot: int) -> str:
+        """How a question names a part of ``day``: "this morning", "yesterday evening", "last
+        night", "on Tuesday in the afternoon", "around lunchtime 3 days ago"..."""
+        part = ("morning", "morning", "lunchtime", "afternoon", "evening", "night")[slot]
+        back = self.last - day
+        if back == 0:
+            return {"lunchtime": "at lunchtime today", "night": "tonight"}.get(part, f"this {part}")
+        if back == 1:
+            special = {"lunchtime": "yesterday at lunchtime", "night": "last night"}
+            return special.get(part, f"yesterday {part}")
+        phrase = {"lunchtime": "around lunchtime", "night": "late at night"}
+        return f"{self.day_ref(day)} {phrase.get(part, f'in the {part}')}"
 
     def scaled(self, full: int) -> int:
         return max(1, round(full * self.days / FULL_DAYS))
@@ -625,11 +633,13 @@ class _Builder:
                 f"Please {chore}, it's been a while.",
                 f"Before I forget, {chore} for me, would you?",
             ))  # fmt: skip
-            key = self.put(self.session(day), f"user: {said}", self.ack())
+            where = self.session(day)
+            key = self.put(where, f"user: {said}", self.ack())
+            when = self.part_ref(day, where.slot) if rng.random() < 0.5 else ref
             asked(rng.choice((
-                f"Which chore did I ask you to do {ref}?",
-                f"What cleaning did I want done {ref}?",
-                f"Which household job did I give you {ref}?",
+                f"Which chore did I ask you to do {when}?",
+                f"What cleaning did I want done {when}?",
+                f"Which household job did I give you {when}?",
             )), key, "chore")  # fmt: skip
 
             dish = lunches[day % len(lunches)]
@@ -683,11 +693,13 @@ class _Builder:
                     f"robot: The {device} was still running {in_room(room)}; I turned it off.",
                 )
             )
-            key = self.put(self.session(day), said)
+            where = self.session(day)
+            key = self.put(where, said)
+            when = self.part_ref(day, where.slot) if rng.random() < 0.5 else ref
             asked(rng.choice((
-                f"What did you find left on and turn off {ref}?",
-                f"What appliance had been left running that you shut down {ref}?",
-                f"{ref[0].upper()}{ref[1:]}, which device did you find switched on?",
+                f"What did you find left on and turn off {when}?",
+                f"What appliance had been left running that you shut down {when}?",
+                f"{when[0].upper()}{when[1:]}, which device did you find switched on?",
             )), key, "left-on")  # fmt: skip
             if rng.random() < 0.5:
                 self.ask(f"In which room had the {device} been left running?", [(key, 0)],
@@ -756,7 +768,7 @@ class _Builder:
                 f"What meal was I planning to prepare on {name}?",
                 f"Which dish did I say would be on the table {name} evening?",
             )), [(key, 0)], "time", "cooking-plan")  # fmt: skip
-            self.ask(rng.choice((f"Who was I making the {dish} for?",
+            self.ask(rng.choice((f"For whom was I making the {dish}?",
                                  f"Who was going to eat the {dish} I planned?")),
                      [(key, 0)], "other", "cooking-guest")  # fmt: skip
             self.ask(
