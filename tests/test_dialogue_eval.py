@@ -123,6 +123,8 @@ def test_quick_run_end_to_end(minilm: Any) -> None:
         assert all(r is None or 1 <= r <= dialogue.TOP for rs in ranks for r in rs)
         top5 = sum(any(r is not None and r <= 5 for r in rs) for rs in ranks) / len(ranks)
         assert top5 == pytest.approx(result["rankers"][name]["evidence_in_top5"])
+        gists = sum(d["gist_slots"][name] for d in detail) / len(detail)
+        assert gists == pytest.approx(result["rankers"][name]["gist_slots_in_top10"])
     lines = dialogue.describe(result)
     assert any(line.startswith("| hybrid |") for line in lines)
     assert any("| bm25 | time |" in line for line in lines)

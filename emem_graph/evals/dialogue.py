@@ -1428,6 +1428,10 @@ def run(
                 "kind": q.kind,
                 "evidence": [data.turns[e].text for e in q.evidence],
                 "ranks": {name: evidence_ranks(q, answers[name][q.id]) for name in RANKERS},
+                "gist_slots": {
+                    name: sum(kind == "gist" for kind, _ in answers[name][q.id].top)
+                    for name in RANKERS
+                },
             }
             for q in data.questions
         ],
