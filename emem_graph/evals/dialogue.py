@@ -22,7 +22,12 @@ Three rankers answer every question in one run: "bm25" (plain Okapi BM25 over th
 here), "dense" (the memory with use_hybrid_retrieval=False) and "hybrid" (the default config),
 both read through ``semantic_search(question, n_results=10)`` and matched back to the turns by
 text. Figures: an evidence turn within the top 5, every evidence turn within the top 10, how
-many of the ten slots are gists or entities, and the median latency; split by question type.
+many of the ten slots are gists or entities, the median latency and how many answers change
+when the same question is asked again; split by question type and by the number of evidence
+turns, and listed per question (``per_question``: the rank of each evidence turn per ranker).
+
+The memory keeps the turns' text for 60 days (KEEP_TURNS_SECONDS): with the default
+archive_after_seconds the daily maintenance would leave only the conversations' gists.
 """
 
 from __future__ import annotations
