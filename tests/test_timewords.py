@@ -27,6 +27,9 @@ def at(text: str) -> float:
         ("two days ago, the dish", "2026-03-16T00:00", "2026-03-17T00:00"),
         ("the day before yesterday", "2026-03-16T00:00", "2026-03-17T00:00"),
         ("what did I say on Monday", "2026-03-16T00:00", "2026-03-17T00:00"),
+        ("on Monday the 2nd of March", "2026-03-02T00:00", "2026-03-03T00:00"),
+        ("what about March 9th?", "2026-03-09T00:00", "2026-03-10T00:00"),
+        ("the 25th of December", "2025-12-25T00:00", "2025-12-26T00:00"),  # last year's
         ("and last Wednesday?", "2026-03-11T00:00", "2026-03-12T00:00"),
         ("last week, the window cleaner", "2026-03-09T00:00", "2026-03-16T00:00"),
         ("last month, the ladder", "2026-02-01T00:00", "2026-03-01T00:00"),
@@ -40,11 +43,20 @@ def at(text: str) -> float:
 )
 def test_time_phrases_mean_their_span(request_text: str, start: str | None, end: str | None):
     window = time_window(request_text, NOW)
+    assert window is not None
     if start is None:
-        assert window is not None and window[1] == NOW and NOW - window[0] <= 3600
+        assert window.end == NOW and NOW - window.start <= 3600
         return
     assert end is not None
-    assert window == (at(start), at(end))
+    assert (window.start, window.end) == (at(start), at(end))
+
+
+def test_a_bare_weekday_is_favoured_half_as_much_and_stays_in_the_text() -> None:
+    weekday = time_window("what did I say I'd cook on Sunday?", NOW)
+    assert weekday is not None and weekday.weight == 0.5 and not weekday.strip
+    clear = time_window("what did I say yesterday?", NOW)
+    assert clear is not None and clear.weight == 1.0 and clear.strip
+    assert "sunday" in strip_time_words("what did I say I'd cook on Sunday yesterday?")
 
 
 def test_requests_without_time_words_have_no_window_and_keep_their_words() -> None:

@@ -25,7 +25,7 @@ import numpy as np
 
 from emem_graph.models import Entity, Gist, Observation
 from emem_graph.retrieval import lookups
-from emem_graph.retrieval.timewords import strip_time_words, time_window
+from emem_graph.retrieval.timewords import TimeSpan, strip_time_words, time_window
 from emem_graph.storage.keyword_index import STOPWORDS, terms
 
 if TYPE_CHECKING:
@@ -172,7 +172,7 @@ class HybridSearch:
         n: int,
         where: VectorFilter,
         vector: np.ndarray | None = None,
-        window: tuple[float, float] | None = None,
+        window: TimeSpan | None = None,
     ) -> list[Scored]:
         """The ``n`` best records for ``query`` passing ``where`` (hybrid when configured).
 
@@ -212,8 +212,7 @@ class HybridSearch:
         records = lookups.records_by_id(self._store, {i: kinds[i] for i in pool})
         if window is not None:
             for node_id, record in records.items():
-                if _overlaps(record, window):
-                    fused[node_id] += TIME_WEIGHT
+                fused[node_id] += TIME_WEIGHT * window.weight * _share_inside(record, window)
         relevance_max = 1.0 + KEYWORD_WEIGHT + (TIME_WEIGHT if window is not None else 0.0)
         scored = [Scored(records[i], fused[i], similarity.get(i)) for i in pool if i in records]
         return self._rank(scored, relevance_max)[:n]
@@ -224,7 +223,7 @@ class HybridSearch:
         request is searched part by part: the best hits of every part come first (round
         robin), the rest by fusing the parts' rankings with the whole request's."""
         window = time_window(request, self._clock())
-        if window is not None:
+        if window is not None and window.strip:
             request = strip_time_words(request) or request
         parts = split_request(request)
         if len(parts) < 2:
@@ -253,16 +252,21 @@ class HybridSearch:
         return sorted(scored, key=lambda s: (-s.score, s.record.id))
 
 
-def _overlaps(record: Record, window: tuple[float, float]) -> bool:
-    """Whether a record's time (an observation's, a gist's span, an entity's sightings) meets
-    ``window``."""
+def _share_inside(record: Record, window: TimeSpan) -> float:
+    """How much of a record's time lies inside ``window``: 1 or 0 for an observation (a point),
+    the share of its span for a gist or an entity's sightings (a summary of two weeks that
+    touches yesterday is hardly about yesterday: such summaries took up to 5 of 10 slots of
+    questions with a time phrase)."""
     if isinstance(record, Observation):
         start = end = record.timestamp
     elif isinstance(record, Gist):
         start, end = record.time_start, record.time_end
     else:
         start, end = record.first_seen, record.last_seen
-    return start <= window[1] and end >= window[0]
+    if end <= start:
+        return 1.0 if window.start <= start <= window.end else 0.0
+    inside = min(end, window.end) - max(start, window.start)
+    return max(0.0, inside) / (end - start)
 
 
 def merge_parts(

@@ -151,12 +151,15 @@ class RetrievalTools:
             episode_id=episode_id,
             include_body_state=include_body_state,
         )
-        # Twice as many hits as lines: records of one text at one place share a line, and
-        # the answer still lists n_results of them when the memory holds that many.
-        hits = self._search.search_request(query, 2 * n_results, where)
+        hits = self._search.search_request(query, n_results, where)
         if not hits:
             return "No results found."
-        return numbered(format_collapsed((hit.record for hit in hits), n_results))
+        lines = format_collapsed(hit.record for hit in hits)
+        if len(lines) < n_results and len(hits) == n_results:
+            # Records of one text at one place share a line: ask for more to answer n lines.
+            hits = self._search.search_request(query, 3 * n_results, where)
+            lines = format_collapsed((hit.record for hit in hits), n_results)
+        return numbered(lines)
 
     @tool_method
     def spatial_query(
