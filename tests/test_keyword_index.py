@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emem_graph.storage.keyword_index import B, K1, KeywordIndex, bm25, stem, terms
+from emem_graph.storage.keyword_index import K1, B, KeywordIndex, bm25, stem, terms
 
 VOCABULARY = ["cup", "cups", "red", "kettle", "boiling", "boiled", "shelf", "two", "2", "the"]
 
