@@ -264,11 +264,11 @@ class VectorStore:
                 last=start + 1000 >= len(ids),
             )
             with self._others_lock:
-                self._others_columns = None
-                self._others_keywords = None
                 for node_id in chunk:
                     if (row := self._others.get(node_id)) is not None:
                         self._others[node_id] = replace(row, tier=tier)
+                        self._others_columns = None
+                        self._others_keywords = None
 
     def compact(self, *, background: bool = False) -> None:
         """Merge fragments, index new rows, and delete versions older than cleanup_after or
@@ -821,14 +821,19 @@ class VectorStore:
         """Follow a committed write: the copy of the gist and entity rows, then listeners."""
         stored = None if table is None else _stored_vectors(table, self.dim)
         with self._others_lock:
-            self._others_columns = None
-            self._others_keywords = None
+            # Observation appends (every flush) leave the gist and entity copies as they are:
+            # their arrays and keyword index are rebuilt only when one of those rows changed.
+            changed = False
             if stored is not None:
                 for at, row in enumerate(rows):
                     if row.kind != "observation":
                         self._others[row.id] = replace(row, vector=stored[at])
+                        changed = True
             for node_id in deleted:
-                self._others.pop(node_id, None)
+                changed = self._others.pop(node_id, None) is not None or changed
+            if changed:
+                self._others_columns = None
+                self._others_keywords = None
         for listener in self._listeners:
             listener(rows, stored, deleted)
 
