@@ -70,7 +70,8 @@ warnings.simplefilter("ignore")
 db = lancedb.connect(sys.argv[1])
 if sys.argv[2] in db.table_names():
     table = db.open_table(sys.argv[2])
-    table.search().select(["t"]).limit(None).to_arrow()
+    for batch in table.search().limit(None).to_batches(16384):
+        pass
     dim = table.schema.field("vector").type.list_size
     for index in table.list_indices():
         if list(index.columns) == ["vector"]:

@@ -8,6 +8,7 @@ parameter binding): numbers are checked finite and strings quoted, never pasted.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -71,6 +72,8 @@ REWRITE_COMPACT_ROWS = 1_000
 compact_every commits). A rewritten row leaves the indexes until the next compaction folds it
 back in: after a consolidation set the tier of one lap's 2,700 rows, semantic_search at 300k
 rows took 31 instead of 21 ms until the table was compacted (0.2 s)."""
+FULL_SCAN_BATCH = 16_384
+"""Rows per batch of the whole-table read of an unsealed table's check (bounded memory)."""
 OVERSAMPLE_MARGIN = 10
 """An exclusions-only search reads n + n/4 + this many rows unfiltered (VectorStore._excluding);
 each extra row costs a refine read of its full vector."""
@@ -160,7 +163,11 @@ class VectorStore:
         self._schema = vector_schema(dim, VECTOR_TYPES[vector_dtype])
         # Lance kills the process on some damage (a Rust allocation failure aborts): a table
         # not sealed by a clean close is opened and searched in a child process first.
-        if path.exists() and not probe.is_sealed(path):
+        unsealed = path.exists() and not probe.is_sealed(path)
+        self._damage_seen = False
+        """A search found the table unreadable: close leaves it unsealed (checked whole at the
+        next open, and rebuilt from the graph)."""
+        if unsealed:
             log.debug("opening %s in a child process first (not sealed)", path)
             if (
                 crash := probe.crash_in_child(probe.VECTORS_PROGRAM, [str(path), TABLE])
@@ -189,7 +196,7 @@ class VectorStore:
                 f"the embedder gives {dim}"
             )
         try:
-            self.verify()
+            self.verify(full=unsealed)
             self._ann_rows = self._ann_indexed_rows()
             others = self._load_others()
         except OSError as exc:
@@ -340,7 +347,11 @@ class VectorStore:
                     self._table.optimize(cleanup_older_than=timedelta(0))
                 self._commits_since_compaction = 0
                 self._rewritten_since_compaction = 0
-        probe.write_seal(self.path)
+        if self._damage_seen:  # checked whole (and rebuilt) at the next open
+            with contextlib.suppress(OSError):
+                probe.seal_path(self.path).unlink()
+        else:
+            probe.write_seal(self.path)
 
     # --- reads ---------------------------------------------------------------------------------
 
@@ -394,6 +405,7 @@ class VectorStore:
             except BaseException as exc:  # a file damaged while open: Lance's errors, panics
                 if not _lance_failed(exc):
                     raise
+                self._damage_seen = True
                 raise VectorStoreDamagedError(
                     f"the vector table at {self.path} became unreadable "
                     f"({type(exc).__name__}: {' '.join(str(exc).split())[:300]}); close and "
@@ -671,7 +683,7 @@ class VectorStore:
             "ann_trained_rows": self._ann_rows,
         }
 
-    def verify(self) -> None:
+    def verify(self, *, full: bool = False) -> None:
         """Read every data file of the table once and open every index, so that a missing,
         truncated or garbled file is found at open rather than by some later search.
 
@@ -681,13 +693,20 @@ class VectorStore:
         would hold hundreds of MB). Measured at 100k rows: the scan 60-100 ms (it grows with
         the rows), the seven indexes 20-50 ms together.
         Bytes changed inside a file without changing its size or footer are not found (Lance
-        keeps no checksums).
+        keeps no checksums) unless ``full``: then every column of every row is read, in
+        batches (a table not sealed by a clean close: after a kill, an outside change, or a
+        search that found it unreadable). A flipped byte in another column than ``t`` had
+        passed the one-column scan and failed the first search.
 
         Raises:
             Exception: whatever Lance raises on a damaged file (the caller wraps it).
         """
         with self._lock.reading():
-            self._table.search().select(["t"]).limit(None).to_arrow()
+            if full:
+                for _batch in self._table.search().limit(None).to_batches(FULL_SCAN_BATCH):
+                    pass
+            else:
+                self._table.search().select(["t"]).limit(None).to_arrow()
             for index in self._table.list_indices():
                 if tuple(index.columns) == ("vector",):
                     probe = np.zeros(self.dim, dtype=np.float32)
