@@ -12,12 +12,14 @@ from __future__ import annotations
 import os
 import queue
 import random
+import re
 import statistics
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -52,6 +54,7 @@ class Writer:
             env=env,
         )
         self.lines: queue.Queue[tuple[float, str | None]] = queue.Queue()
+        self.last_line = "(nothing)"
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -69,8 +72,19 @@ class Writer:
         except queue.Empty:
             pytest.fail(f"writer said nothing for {timeout} s\n{self.stderr_tail()}")
         if line is None:
-            pytest.fail(f"writer exited by itself (rc={self.proc.wait()})\n{self.stderr_tail()}")
+            self.fail_exited()
+        self.last_line = line
         return at, line
+
+    def fail_exited(self) -> NoReturn:
+        """Fail saying where the child crashed: the short summary of a CI run shows only the
+        first line, so the innermost frames of its faulthandler dump go there."""
+        rc = self.proc.wait()
+        tail = self.stderr_tail()
+        pytest.fail(
+            f"writer exited by itself (rc={rc}) after {self.last_line.split(' ')[0]!r}; "
+            f"crashed in: {crash_frames(tail)}\n{tail}"
+        )
 
     def expect(self, word: str) -> None:
         _, line = self.next_line()
@@ -96,6 +110,24 @@ class Writer:
 
     def stderr_tail(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:]
+
+
+def crash_frames(stderr: str, count: int = 4) -> str:
+    """The innermost frames of the crashing thread in a faulthandler dump, on one line (with
+    the other threads' innermost frame when the crash was in a thread running no Python)."""
+    stacks: list[tuple[str, list[str]]] = []
+    for line in stderr.splitlines():
+        if line.startswith(("Current thread", "Thread 0x")):
+            stacks.append((line.split(" (")[0], []))
+        elif stacks and (match := re.match(r'\s+File "(.+)", line (\d+) in (\S+)', line)):
+            stacks[-1][1].append(f"{Path(match[1]).name}:{match[2]} {match[3]}")
+    current = [frames for name, frames in stacks if name.startswith("Current thread")]
+    if not current:
+        return "no faulthandler dump in the log"
+    if current[-1]:
+        return " <- ".join(current[-1][:count])
+    others = "; ".join(frames[0] for name, frames in stacks if frames)
+    return f"a thread running no Python; other threads at: {others or 'none'}"
 
 
 class Ledger:
@@ -146,7 +178,8 @@ def ingest_until_kill(
             except queue.Empty:
                 break
             if line is None:
-                pytest.fail(f"writer exited by itself\n{writer.stderr_tail()}")
+                writer.fail_exited()
+            writer.last_line = line
             new += ledger.take(at, line)
     for at, line in writer.kill():
         new += ledger.take(at, line)
