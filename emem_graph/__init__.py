@@ -20,7 +20,7 @@ from emem_graph.ingest.embeddings import (
 )
 from emem_graph.llm.client import ExtractedEntity, LLMClient, OllamaLLM
 from emem_graph.memory import SpatioTemporalMemory
-from emem_graph.models import Entity, Episode, Gist, Observation
+from emem_graph.models import Entity, EntityPosition, Episode, Gist, Observation
 
 __version__ = "0.1.0"
 
@@ -30,6 +30,7 @@ __all__ = [
     "EmbeddingDimensionError",
     "EmemGraphError",
     "Entity",
+    "EntityPosition",
     "Episode",
     "ExtractedEntity",
     "FallbackLLM",

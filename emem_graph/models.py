@@ -106,6 +106,28 @@ class Entity(_Record):
         return np.array([self.x, self.y, self.z], dtype=np.float64)
 
 
+class EntityPosition(_Record):
+    """One stay of an entity: where it was (the mean of the stay's sightings) and when.
+
+    ``ended`` is when a sighting elsewhere showed the thing had moved on (None: where it is
+    now, as far as the memory knows)."""
+
+    id: str
+    entity_id: str
+    x: float
+    y: float
+    z: float = 0.0
+    first_seen: float
+    last_seen: float
+    count: int = 1
+    ended: float | None = None
+
+    @property
+    def current(self) -> bool:
+        """True for the position the entity is at now (not ended by a move)."""
+        return self.ended is None
+
+
 class VectorHit(_Record):
     """One nearest-neighbour (or keyword) result from the vector store."""
 

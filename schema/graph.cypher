@@ -1,12 +1,13 @@
 // emem_graph graph schema (Kuzu DDL).
-// schema_version: 2
-// upgrades_from: 1
+// schema_version: 3
+// upgrades_from: 1, 2
 //
 // Bump schema_version whenever a table or property changes; a database written with another
 // version is refused on open with a clear error (no silent migration). When a new version only
 // ADDS tables, list the older versions in upgrades_from: they are upgraded on open by creating
 // the missing tables (every statement here is IF NOT EXISTS). Version 2 added the capabilities'
-// tables below (spatial map, area forest, user profile).
+// tables below (spatial map, area forest, user profile); version 3 added Position and WAS_AT
+// (an entity's whereabouts over time; an upgraded memory gives each entity one open position).
 
 CREATE NODE TABLE IF NOT EXISTS Observation(
     id STRING PRIMARY KEY,
@@ -73,11 +74,25 @@ CREATE NODE TABLE IF NOT EXISTS VectorSync(
     op STRING
 );
 
+// Where an entity was, over time (issue 22): one Position per stay, oldest first by first_seen.
+// x, y, z: the running mean of the stay's sightings; count: its sightings; ended: when a
+// sighting elsewhere showed it had moved (NULL: the current position, one per entity).
+CREATE NODE TABLE IF NOT EXISTS Position(
+    id STRING PRIMARY KEY,
+    entity_id STRING,
+    x DOUBLE, y DOUBLE, z DOUBLE,
+    first_seen DOUBLE,
+    last_seen DOUBLE,
+    count INT64,
+    ended DOUBLE
+);
+
 CREATE REL TABLE IF NOT EXISTS BELONGS_TO(FROM Observation TO Episode);
 CREATE REL TABLE IF NOT EXISTS FOLLOWS(FROM Episode TO Episode);
 CREATE REL TABLE IF NOT EXISTS SUBTASK_OF(FROM Episode TO Episode);
 CREATE REL TABLE IF NOT EXISTS SUMMARIZES(FROM Gist TO Observation, FROM Gist TO Gist);
 CREATE REL TABLE IF NOT EXISTS OBSERVED_IN(FROM Entity TO Observation, confidence DOUBLE);
+CREATE REL TABLE IF NOT EXISTS WAS_AT(FROM Entity TO Position);
 CREATE REL TABLE IF NOT EXISTS COOCCURS_WITH(
     FROM Entity TO Entity,
     count INT64,

@@ -39,12 +39,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from emem_graph.consolidation import reads
+from emem_graph.consolidation import reads, whereabouts
 from emem_graph.consolidation.detections import is_detection_text
 from emem_graph.errors import StorageError
-from emem_graph.models import Entity
+from emem_graph.models import Entity, EntityPosition
 from emem_graph.storage.changes import GraphChange
-from emem_graph.storage.records import entity_params, entity_vector
+from emem_graph.storage.records import entity_params, entity_vector, position_params
 from emem_graph.text import names
 from emem_graph.text.extractive import Embed
 
@@ -87,6 +87,39 @@ class _Tracked:
     """The embedding of the entity's name (None until a sighting nearby needs it)."""
     new: bool = False
     changed: bool = False
+    stays: list[EntityPosition] = field(default_factory=list)
+    """Where it was, oldest first; the last is where it is now (whereabouts)."""
+    new_stays: set[str] = field(default_factory=set)
+    """Stays not written yet."""
+    changed_stays: set[str] = field(default_factory=set)
+    """Written stays changed since."""
+    taken_stays: set[str] = field(default_factory=set)
+    """Written stays of another entity that are this one's since a split (WAS_AT relinked)."""
+
+    @property
+    def stay(self) -> EntityPosition:
+        """Where it is now."""
+        return self.stays[-1]
+
+    def open_stay(self, x: float, y: float, z: float, at: float) -> EntityPosition:
+        """Start a stay at (x, y, z) at time ``at`` (no sighting counted yet)."""
+        stay = EntityPosition(
+            id=uuid.uuid4().hex,
+            entity_id=self.entity.id,
+            x=x,
+            y=y,
+            z=z,
+            first_seen=at,
+            last_seen=at,
+            count=0,
+        )
+        self.stays.append(stay)
+        self.new_stays.add(stay.id)
+        return stay
+
+    def touch(self, stay: EntityPosition) -> None:
+        if stay.id not in self.new_stays:
+            self.changed_stays.add(stay.id)
 
 
 class _Grid:
@@ -150,6 +183,12 @@ class EntityResolver:
         self._dirty: set[str] = set()
         self._staged_links: dict[tuple[str, str], float] = {}
         self._staged_together: dict[str, tuple[set[str], float]] = {}
+        self._named: dict[str, set[str]] = defaultdict(set)
+        """Entity ids by normalised name (the candidates of a move)."""
+        self._splits: list[dict[str, Any]] = []
+        """Written OBSERVED_IN edges to hand from one entity to another (split_observed_in)."""
+        self.moves = 0
+        self.splits = 0
         self.set_aside: Callable[[Entity, BaseException], None] | None = None
         """Keeps an entity the graph cannot write (durably, or raises); None: a failed
         flush stays staged whole and is retried."""
@@ -180,8 +219,11 @@ class EntityResolver:
                 sighting = sightings[index]
                 match = self._best_match(sighting, table, self._grid)
                 if match is None:
+                    match = self._moved(sighting, table)
+                if match is None:
                     match = self._create(sighting)
                     table[match.entity.id] = match
+                    self._named[names.normalize(match.entity.name)].add(match.entity.id)
                 else:
                     first_time = (
                         sighting.observation_id is None
@@ -222,11 +264,11 @@ class EntityResolver:
                     raise
                 return self._flush_apart(dirty, exc)
             for tracked in dirty:
-                tracked.new = False
-                tracked.changed = False
+                _written(tracked)
             self._dirty.clear()
             self._staged_links.clear()
             self._staged_together.clear()
+            self._splits.clear()
             return len(dirty)
 
     def _flush_apart(self, dirty: list[_Tracked], error: StorageError) -> int:
@@ -248,7 +290,7 @@ class EntityResolver:
             except StorageError as refused:
                 failed.append((tracked, refused))
                 continue
-            tracked.new = tracked.changed = False
+            _written(tracked)
             self._dirty.discard(entity_id)
             for key in links:
                 del self._staged_links[key]
@@ -270,9 +312,11 @@ class EntityResolver:
         }
         self._store.apply(self._change([], {}, together))
         self._staged_together.clear()
+        self._splits.clear()
         if failed:
             self._table = None
             self._grid = _Grid(self.radius)
+            self._named = defaultdict(set)
         return written
 
     @property
@@ -341,28 +385,172 @@ class EntityResolver:
         )
         self._contexts[entity.id] = {}
         self._trim(self._contexts, CONTEXT_CACHE_SIZE)
-        return _Tracked(entity, self._names[_key(sighting.name)], new=True, changed=True)
+        tracked = _Tracked(entity, self._names[_key(sighting.name)], new=True, changed=True)
+        stay = tracked.open_stay(sighting.x, sighting.y, sighting.z, sighting.timestamp)
+        stay.count = 1
+        return tracked
 
     def _merge(self, tracked: _Tracked, sighting: Sighting, *, counted: bool) -> None:
         entity = tracked.entity
+        stay = tracked.stay
+        if (
+            whereabouts.distance(stay, sighting.x, sighting.y) > whereabouts.STAY_RADIUS
+            and sighting.timestamp - stay.last_seen >= whereabouts.REVISIT_GAP
+        ):
+            # Came back and found it a few metres away: a new stay (rule 2).
+            self._leave(tracked, sighting)
+            stay = tracked.stay
         if counted:
-            count = entity.observation_count + 1
-            # Running mean over sightings: one noisy sighting moves the estimate by 1/count.
-            entity.x += (sighting.x - entity.x) / count
-            entity.y += (sighting.y - entity.y) / count
-            entity.z += (sighting.z - entity.z) / count
-            entity.observation_count = count
+            count = stay.count + 1
+            # Running mean over the stay's sightings: one noisy sighting moves it by 1/count.
+            stay.x += (sighting.x - stay.x) / count
+            stay.y += (sighting.y - stay.y) / count
+            stay.z += (sighting.z - stay.z) / count
+            stay.count = count
+            entity.observation_count += 1
+        stay.first_seen = min(stay.first_seen, sighting.timestamp)
+        stay.last_seen = max(stay.last_seen, sighting.timestamp)
+        tracked.touch(stay)
+        entity.x, entity.y, entity.z = stay.x, stay.y, stay.z
         entity.first_seen = min(entity.first_seen, sighting.timestamp)
         entity.last_seen = max(entity.last_seen, sighting.timestamp)
         entity.confidence = max(entity.confidence, sighting.confidence)
         if sighting.entity_type and entity.entity_type in (None, "object"):
             entity.entity_type = sighting.entity_type
         if names.more_specific(entity.name, sighting.name):
+            self._named[names.normalize(entity.name)].discard(entity.id)
             entity.name = " ".join(sighting.name.split())
+            self._named[names.normalize(entity.name)].add(entity.id)
             tracked.vector = self._names[_key(sighting.name)]
         if sighting.metadata:
             entity.metadata = {**entity.metadata, **sighting.metadata}
         tracked.changed = True
+
+    # --- whereabouts (see whereabouts.py for the rules) -----------------------------------------
+
+    def _leave(self, tracked: _Tracked, sighting: Sighting) -> None:
+        """The thing has left its stay: close it at the sighting's time, open one there."""
+        stay = tracked.stay
+        stay.ended = sighting.timestamp
+        tracked.touch(stay)
+        tracked.open_stay(sighting.x, sighting.y, sighting.z, sighting.timestamp)
+        tracked.changed = True
+        self.moves += 1
+
+    def _moved(self, sighting: Sighting, table: dict[str, _Tracked]) -> _Tracked | None:
+        """The entity this far sighting shows moved (after a move or a split), or None: a
+        new object (rules 3 to 5)."""
+        at = sighting.timestamp
+        alike = sorted(self._named.get(names.normalize(sighting.name), ()))
+        moves: list[tuple[int, float, str]] = []
+        for entity_id in alike:
+            tracked = table[entity_id]
+            entity, stay = tracked.entity, tracked.stay
+            far = whereabouts.distance(stay, sighting.x, sighting.y)
+            if far <= self.radius or at <= entity.last_seen:
+                continue
+            if len(tracked.stays) >= 2 and self._never_left(tracked, sighting):
+                self._with_vector(tracked)
+                self._split(tracked, table)
+                return tracked
+            if at - entity.last_seen < far / whereabouts.CARRY_SPEED:
+                continue  # never in two places at once
+            missed = whereabouts.missed_at(self._store, stay, entity.layer_name, at)
+            if missed is None and not (
+                not names.generic(sighting.name)
+                and at - entity.last_seen >= whereabouts.MOVE_GAP
+                and not self._coexisted(tracked, table)
+            ):
+                continue
+            moves.append((0 if missed is not None else 1, entity.last_seen, entity_id))
+        if not moves:
+            return None
+        tracked = table[min(moves)[2]]
+        self._with_vector(tracked)
+        self._leave(tracked, sighting)
+        self._grid.put(tracked.entity.id, sighting.x, sighting.y)
+        return tracked
+
+    def _with_vector(self, tracked: _Tracked) -> None:
+        """Give an entity its name vector (one matched from afar was never near a sighting)."""
+        if tracked.vector is None:
+            self._name_vectors([tracked.entity.name])
+            tracked.vector = self._names[_key(tracked.entity.name)]
+
+    def _never_left(self, tracked: _Tracked, sighting: Sighting) -> bool:
+        """The sighting is at the stay the entity last left, and no look there since its last
+        sighting missed it (rule 3)."""
+        previous = tracked.stays[-2]
+        if whereabouts.distance(previous, sighting.x, sighting.y) > self.radius:
+            return False
+        layer = tracked.entity.layer_name
+        return whereabouts.missed_at(self._store, previous, layer, sighting.timestamp) is None
+
+    def _coexisted(self, tracked: _Tracked, table: dict[str, _Tracked]) -> bool:
+        """Another entity of the same name was seen within this one's time span."""
+        entity = tracked.entity
+        for other_id in self._named.get(names.normalize(entity.name), ()):
+            other = table[other_id].entity
+            if other_id != entity.id and (
+                other.first_seen <= entity.last_seen and other.last_seen >= entity.first_seen
+            ):
+                return True
+        return False
+
+    def _split(self, tracked: _Tracked, table: dict[str, _Tracked]) -> None:
+        """The current stay was a second object's: it becomes a new entity with its sightings,
+        and ``tracked`` is back at its previous stay (rule 3)."""
+        entity = tracked.entity
+        stay = tracked.stays.pop()
+        previous = tracked.stay
+        other = Entity(
+            id=uuid.uuid4().hex,
+            name=entity.name,
+            entity_type=entity.entity_type,
+            x=stay.x,
+            y=stay.y,
+            z=stay.z,
+            first_seen=stay.first_seen,
+            last_seen=stay.last_seen,
+            observation_count=stay.count,
+            confidence=entity.confidence,
+            layer_name=entity.layer_name,
+            metadata=dict(entity.metadata),
+        )
+        split = _Tracked(other, tracked.vector, new=True, changed=True, stays=[stay])
+        stay.entity_id = other.id
+        stay.ended = None
+        if stay.id in tracked.new_stays:
+            tracked.new_stays.discard(stay.id)
+            split.new_stays.add(stay.id)
+        else:
+            tracked.changed_stays.discard(stay.id)
+            split.taken_stays.add(stay.id)
+        previous.ended = None
+        tracked.touch(previous)
+        entity.x, entity.y, entity.z = previous.x, previous.y, previous.z
+        entity.last_seen = max(s.last_seen for s in tracked.stays)
+        entity.observation_count = max(1, entity.observation_count - stay.count)
+        tracked.changed = True
+        # The sightings of the split stay go with it: written edges by their time, staged ones
+        # by their observation's time.
+        self._splits.append(
+            {"old": entity.id, "new": other.id, "since": stay.first_seen, "until": stay.last_seen}
+        )
+        for observation_id, (members, seen) in self._staged_together.items():
+            if entity.id in members and stay.first_seen <= seen <= stay.last_seen:
+                members.discard(entity.id)
+                members.add(other.id)
+                confidence = self._staged_links.pop((entity.id, observation_id), None)
+                if confidence is not None:
+                    self._staged_links[(other.id, observation_id)] = confidence
+        table[other.id] = split
+        self._named[names.normalize(other.name)].add(other.id)
+        self._contexts[other.id] = {}
+        self._dirty.add(other.id)
+        self._grid.put(other.id, other.x, other.y)
+        self._grid.put(entity.id, entity.x, entity.y)
+        self.splits += 1
 
     def _remember_context(self, entity_id: str, sighting: Sighting) -> None:
         if sighting.context is None:
@@ -390,6 +578,24 @@ class EntityResolver:
         change = GraphChange()
         change.run_each("create_entity", [entity_params(t.entity) for t in new])
         change.run_each("update_entity", [_update_params(t.entity) for t in updated])
+        stays = {s.id: s for t in tracked for s in t.stays}
+        change.run_each(
+            "relink_position",
+            [{"id": i, "entity_id": t.entity.id} for t in tracked for i in sorted(t.taken_stays)],
+        )
+        change.run_each(
+            "update_position",
+            [
+                position_params(stays[i])
+                for t in tracked
+                for i in sorted(t.changed_stays | t.taken_stays)
+            ],
+        )
+        change.run_each(
+            "create_position",
+            [position_params(stays[i]) for t in tracked for i in sorted(t.new_stays)],
+        )
+        change.run_each("split_observed_in", list(self._splits) if tracked else [])
         change.run_each(
             "link_observed_in",
             [
@@ -415,9 +621,16 @@ class EntityResolver:
         entities, so its copy stays the truth, staged changes included)."""
         if self._table is None:
             table: dict[str, _Tracked] = {}
+            stays = reads.all_positions(self._store)
             for entity in reads.entities_in_box(self._store, -_FAR, _FAR, -_FAR, _FAR):
-                table[entity.id] = _Tracked(entity, None)
+                tracked = table[entity.id] = _Tracked(entity, None, stays=stays.get(entity.id, []))
+                if not tracked.stays:  # not possible since schema 3; kept whole if it happens
+                    stay = tracked.open_stay(entity.x, entity.y, entity.z, entity.first_seen)
+                    stay.last_seen, stay.count = entity.last_seen, entity.observation_count
+                    tracked.changed = True
+                    self._dirty.add(entity.id)
                 self._grid.put(entity.id, entity.x, entity.y)
+                self._named[names.normalize(entity.name)].add(entity.id)
             self._table = table
         return self._table
 
@@ -478,6 +691,13 @@ class EntityResolver:
 
 _FAR = 1e300
 """Bounds of a box holding every entity."""
+
+
+def _written(tracked: _Tracked) -> None:
+    tracked.new = tracked.changed = False
+    tracked.new_stays.clear()
+    tracked.changed_stays.clear()
+    tracked.taken_stays.clear()
 
 
 def _vector(tracked: _Tracked) -> np.ndarray:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from emem_graph.models import Entity, Observation
+from emem_graph.models import Entity, EntityPosition, Observation
 from emem_graph.storage import records
 
 if TYPE_CHECKING:
@@ -48,6 +48,26 @@ def entities_in_box(
         "entities_in_box", {"xmin": xmin, "xmax": xmax, "ymin": ymin, "ymax": ymax}
     )
     return [records.entity(row["e"]) for row in rows]
+
+
+def positions_of(store: MemoryStore, entity_ids: Sequence[str]) -> dict[str, list[EntityPosition]]:
+    """Each entity's stays, oldest first (the last one is where it is now, unless the memory
+    predates positions); entities without any are left out."""
+    found: dict[str, list[EntityPosition]] = {}
+    if entity_ids:
+        for row in store.graph.query("entity_positions", {"ids": list(entity_ids)}):
+            stay = records.position(row["p"])
+            found.setdefault(stay.entity_id, []).append(stay)
+    return found
+
+
+def all_positions(store: MemoryStore) -> dict[str, list[EntityPosition]]:
+    """Every entity's stays, oldest first."""
+    found: dict[str, list[EntityPosition]] = {}
+    for row in store.graph.query("all_positions"):
+        stay = records.position(row["p"])
+        found.setdefault(stay.entity_id, []).append(stay)
+    return found
 
 
 def entity_contexts(store: MemoryStore, entity_id: str, limit: int) -> list[ContextObservation]:

@@ -265,6 +265,8 @@ class GraphDB:
             with self.write() as tx:
                 for statement in _schema_statements():
                     tx.run_text(statement)
+                # Version 3: each entity of an older memory gets one open position.
+                tx.run("migrate_entity_positions")
                 tx.run("set_memory_info", {"key": "schema_version", "value": version})
             stored = {row["key"]: row["value"] for row in self.query("get_memory_info")}
         if stored.get("schema_version") != version:

@@ -355,6 +355,27 @@ class ObservationIndex:
         filters = (layer, time_after, time_before, include_body_state)
         return int(self._within(x, y, radius, filters).size)
 
+    def latest_within(
+        self,
+        x: float,
+        y: float,
+        radius: float,
+        *,
+        layer: str | None = None,
+        time_after: float | None = None,
+        time_before: float | None = None,
+    ) -> float | None:
+        """The time of the latest observation (not archived, not a body state) within
+        ``radius`` of (x, y), in the layer and time window when given; None when there is
+        none. What tells that the robot looked at a place (an object's absence there)."""
+        filters = (layer, time_after, time_before, False)
+        snap = self._snapshot().window(time_after, time_before)
+        candidates = self._in_cells(snap, x, y, radius)
+        if candidates is not None:
+            snap = snap.take(candidates)
+        inside = self._inside(snap, x, y, radius, filters)[0]
+        return float(snap.t[inside].max()) if inside.size else None
+
     def nearest_to_vector(
         self,
         query: np.ndarray,

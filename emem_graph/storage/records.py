@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from emem_graph.models import Entity, Episode, Gist, Observation
+from emem_graph.models import Entity, EntityPosition, Episode, Gist, Observation
 from emem_graph.storage.vectors import VectorRow
 
 OBSERVATION_ARROW = pa.schema(
@@ -219,6 +219,34 @@ def entity(n: dict[str, Any]) -> Entity:
         layer_name=n["layer"] or "default",
         metadata=metadata_of(n["metadata"]),
     )
+
+
+def position(n: dict[str, Any]) -> EntityPosition:
+    return EntityPosition(
+        id=n["id"],
+        entity_id=n["entity_id"],
+        x=n["x"],
+        y=n["y"],
+        z=n["z"] or 0.0,
+        first_seen=n["first_seen"],
+        last_seen=n["last_seen"],
+        count=n["count"],
+        ended=n["ended"],
+    )
+
+
+def position_params(p: EntityPosition) -> dict[str, Any]:
+    return {
+        "id": p.id,
+        "entity_id": p.entity_id,
+        "x": p.x,
+        "y": p.y,
+        "z": p.z,
+        "first_seen": p.first_seen,
+        "last_seen": p.last_seen,
+        "count": int(p.count),
+        "ended": p.ended,
+    }
 
 
 def episode(n: dict[str, Any]) -> Episode:

@@ -41,8 +41,6 @@ from emem_graph.storage.observation_index import ObservationIndex
 from emem_graph.storage.pending import PendingVectors
 from emem_graph.storage.records import (
     OBSERVATION_ARROW,
-    entity_params,
-    entity_vector,
     episode,
     journal_table,
     nodes_by_id,
@@ -205,17 +203,6 @@ class MemoryStore:
         """
         with self._write_lock, self.graph.write() as tx:
             tx.run("clear_vector_journal", {"ids": []})
-
-    def write_entity(self, entity: Entity, vector: np.ndarray) -> None:
-        """Create an entity node and its vector."""
-        with self._write_lock:
-            with self.graph.write() as tx:
-                self._confirm_journal(tx)
-                tx.run("create_entity", entity_params(entity))
-                waiting = self._journal(tx, journal_table([entity.id], "entity", [vector]))
-            self.entities.put([entity])
-            if self._index([entity_vector(entity, vector)]):
-                self._pending.discard(waiting)
 
     def apply(self, change: GraphChange) -> None:
         """Run a multi-node change: its steps and their VectorSync journal entries in ONE graph

@@ -1,0 +1,85 @@
+"""Whereabouts: where an entity is now, where it was, and when it moved (issue 22).
+
+An entity's history is a list of stays (EntityPosition, the graph's Position nodes), oldest
+first; the last one is open: where the thing is now, as far as the memory knows. The entity's
+own x, y, z are its current stay's (the running mean of that stay's sightings only), so an
+object carried from the kitchen table to the bathroom sink is answered at the sink, never at a
+point between the two.
+
+What a sighting of a known name does (EntityResolver applies these, in this order):
+
+1. **Stay.** Within STAY_RADIUS of the entity's current stay it extends the stay.
+2. **Small move.** Within entity_spatial_radius but beyond STAY_RADIUS it is the same entity;
+   it opens a new stay when it comes REVISIT_GAP or more after the stay's last sighting (the
+   robot came back and found it a few metres away), else it extends the stay (noise).
+3. **Two alike objects.** Farther away, near the stay the entity has just left, when no look at
+   that stay ever missed it: the thing may never have left. The sightings since the move were a
+   second object of the same name: the current stay becomes a new entity (its sightings move
+   with it) and the entity is back where it was.
+4. **Move.** Farther away, a sighting with the same name (normalised: "the red cups" is "red
+   cup") is the entity having moved when both hold:
+
+   a. *time order*: it is later than every sighting of the entity, by at least the time it
+      takes to carry the thing there (distance / CARRY_SPEED): a thing is never in two places
+      at once;
+   b. *evidence*: the robot looked at the entity's stay after its last sighting there and did
+      not see it (an observation of the entity's layer within LOOK_RADIUS, at least
+      ABSENCE_AFTER after the last sighting: absence), or the name is distinctive (it has a
+      modifier: "red cup", not "cup"), no other object of that name was ever seen in the same
+      time span (they never coexisted) and MOVE_GAP has passed since its last sighting.
+
+   Among several candidates the one with absence evidence is taken first, then the one last
+   seen longest ago (ties by id).
+5. Otherwise a new entity: two alike objects seen in two places in the same time span stay
+   two objects.
+
+The rules look at what the memory already holds (sightings and observations); they never need
+a sighting that has not come yet, and the same sightings in the same order give the same
+entities.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from emem_graph.models import EntityPosition
+
+if TYPE_CHECKING:
+    from emem_graph.storage.store import MemoryStore
+
+STAY_RADIUS = 1.5
+"""Metres: sightings this close to the current stay's mean belong to the stay."""
+REVISIT_GAP = 60.0
+"""Seconds: a sighting within the entity radius but off the stay opens a new stay only this
+long after the stay's last sighting (earlier, it is the same look, with noise)."""
+CARRY_SPEED = 1.5
+"""Metres per second: nothing is carried faster (a sighting farther away sooner than this
+allows is a second object)."""
+MOVE_GAP = 600.0
+"""Seconds since the last sighting after which a distinctive thing, alone of its name, seen
+elsewhere is taken to have moved without absence evidence."""
+LOOK_RADIUS = 2.0
+"""Metres: an observation this close to a stay was a look at it."""
+ABSENCE_AFTER = 30.0
+"""Seconds: a look counts as not seeing the thing only this long after its last sighting
+(the frames right after a sighting miss it by occlusion and framing, not by absence)."""
+
+
+def distance(stay: EntityPosition, x: float, y: float) -> float:
+    """Metres from a stay's mean to (x, y), in the plane."""
+    return math.hypot(stay.x - x, stay.y - y)
+
+
+def missed_at(
+    store: MemoryStore, stay: EntityPosition, layer: str | None, until: float
+) -> float | None:
+    """The latest look at ``stay`` (an observation of ``layer`` within LOOK_RADIUS) at least
+    ABSENCE_AFTER after its last sighting and not after ``until``: the thing was not seen
+    there then. None when the robot did not look there since (or ``until`` is too early)."""
+    start = stay.last_seen + ABSENCE_AFTER
+    if until < start:
+        return None
+    return store.index.latest_within(
+        stay.x, stay.y, LOOK_RADIUS, layer=layer, time_after=start, time_before=until
+    )
