@@ -16,6 +16,7 @@ from emem_graph.storage.graph import GraphDB
 
 CORE_NODE_TABLES = ("Observation", "Episode", "Gist", "Entity")
 CAPABILITY_NODE_TABLES = (
+    "Position",  # entities' whereabouts over time (consolidation.whereabouts)
     "Place",  # the topological map (emem_graph.spatial)
     "User", "Knowledge", "Pattern", "ProfileObject", "ProfileLocation",  # the user profile
 )  # fmt: skip
@@ -25,7 +26,7 @@ CORE_REL_TABLES = (
     "BELONGS_TO", "FOLLOWS", "SUBTASK_OF", "SUMMARIZES", "OBSERVED_IN", "COOCCURS_WITH",
 )  # fmt: skip
 CAPABILITY_REL_TABLES = (
-    "CONNECTS", "AT_PLACE",
+    "WAS_AT", "CONNECTS", "AT_PLACE",
     "REFERS_TO", "ENTAILS", "TARGET", "COMPOSED_OF", "BEFORE", "GROUNDED_AS",
 )  # fmt: skip
 REL_TABLES = CORE_REL_TABLES + CAPABILITY_REL_TABLES
@@ -36,6 +37,7 @@ REL_ENDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "SUMMARIZES": (("Gist",), ("Observation", "Gist")),
     "OBSERVED_IN": (("Entity",), ("Observation",)),
     "COOCCURS_WITH": (("Entity",), ("Entity",)),
+    "WAS_AT": (("Entity",), ("Position",)),
     "CONNECTS": (("Place",), ("Place",)),
     "AT_PLACE": (("Observation", "Entity"), ("Place",)),
     "REFERS_TO": (("User",), ("Knowledge",)),
@@ -208,12 +210,18 @@ def select_graph(graph: GraphDB, where: ExportFilter, *, progress: bool = True) 
             for table, query in _LINKED_NODES.items():
                 selection.nodes[table] = _node_table(graph.query_arrow(query, ids))
                 bar.update()
-            # The filter selects observations and what the core edges link to them; the
-            # capability tables (places, user profiles) come only with the whole graph.
+            # The filter selects observations and what the core edges link to them (and the
+            # stays of the entities among them); the other capability tables (places, user
+            # profiles) come only with the whole graph.
             for table in CAPABILITY_NODE_TABLES:
-                selection.nodes[table] = _node_table(graph.query_arrow(_ALL_NODES[table])).slice(
-                    0, 0
-                )
+                if table == "Position":  # the whereabouts of the entities selected
+                    entities = {"ids": selection.nodes["Entity"].column("id").to_pylist()}
+                    found = graph.query_arrow("export_linked_positions", entities)
+                    selection.nodes[table] = _node_table(found)
+                else:
+                    selection.nodes[table] = _node_table(
+                        graph.query_arrow(_ALL_NODES[table])
+                    ).slice(0, 0)
                 bar.update()
         for rel, query in _ALL_EDGES.items():
             edges = graph.query_arrow(query)
