@@ -10,4 +10,6 @@ needs it, the module it measures.
 - ``bench`` (``emem-graph bench``): the synthetic patrol benchmark against in-run baselines.
 - ``consolidation`` on the scripted and generated worlds of ``scenarios``; ``spatial`` on the
   generated ``campus``; ``areas`` on the generated ``scene``; ``profile`` on ``profile_data``.
+- ``moves_eval`` (``emem-graph moves-eval``): objects moved, swapped, removed and brought back
+  in a patrolled house; locate's error to where they are now, wrong merges, missed moves.
 """
