@@ -23,11 +23,11 @@ KITCHEN = (1.0, 2.0)
 HALL = (20.0, 20.0)
 NODE_TABLES = (
     "Observation", "Episode", "Gist", "Entity",
-    "Place", "User", "Knowledge", "Pattern", "ProfileObject", "ProfileLocation",
+    "Position", "Place", "User", "Knowledge", "Pattern", "ProfileObject", "ProfileLocation",
 )  # fmt: skip
 REL_TABLES = (
     "BELONGS_TO", "FOLLOWS", "SUBTASK_OF", "SUMMARIZES", "OBSERVED_IN", "COOCCURS_WITH",
-    "CONNECTS", "AT_PLACE", "REFERS_TO", "ENTAILS", "TARGET", "COMPOSED_OF", "BEFORE",
+    "WAS_AT", "CONNECTS", "AT_PLACE", "REFERS_TO", "ENTAILS", "TARGET", "COMPOSED_OF", "BEFORE",
     "GROUNDED_AS",
 )  # fmt: skip
 
@@ -340,7 +340,8 @@ def test_time_export_counts_relative_times_back_from_the_newest_observation(
     observations = [d for _, d in graph.nodes(data=True) if d["label"] == "Observation"]
     assert [d["text"] for d in observations] == ["2 chairs, 1 table"]
     assert all(last - 60 <= d["timestamp"] <= last for d in observations)
-    assert {d["label"] for _, d in graph.nodes(data=True)} == {"Observation", "Entity"}
+    # The entities come with their stays (whereabouts).
+    assert {d["label"] for _, d in graph.nodes(data=True)} == {"Observation", "Entity", "Position"}
     before = tmp_path / "early.graphml"
     run(
         capsys,
