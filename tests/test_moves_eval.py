@@ -38,6 +38,7 @@ def _simulate(seed: int, rounds: int, quick: bool) -> me.World:
     world = me.new_world(seed)
     plan = me.schedule(rounds, seed, quick=quick)
     for round_ in range(1, rounds + 1):
+        world.busy.clear()
         for key, spot in world.spots.items():
             if spot is not None:
                 world.see(world.track_of[key], spot.place)
@@ -50,6 +51,10 @@ def _simulate(seed: int, rounds: int, quick: bool) -> me.World:
 def test_every_event_kind_happens_and_the_ground_truth_follows(seed):
     world = _simulate(seed, me.QUICK_ROUNDS, quick=True)
     assert {e["kind"] for e in world.events} == set(me.EVENT_KINDS)
+    full = _simulate(seed, me.ROUNDS, quick=False)
+    for round_ in range(1, me.ROUNDS):
+        moved = [k for e in full.events if e["round"] == round_ for k in e["objects"]]
+        assert len(moved) == len(set(moved))  # no object takes part in two events of a round
     for move in world.moves:
         assert move.old.place != move.new.place
         if move.kind in ("move", "alike move", "return", "comeback"):

@@ -206,6 +206,9 @@ class World:
     """Entity id add_entity returned -> {(track, physical key)}."""
     events: list[dict[str, Any]] = field(default_factory=list)
     moves: list[Move] = field(default_factory=list)
+    busy: set[str] = field(default_factory=set)
+    """Objects an event of this round already took part in (not picked again until the
+    robot has walked a round)."""
     removed_from: dict[str, Spot] = field(default_factory=dict)
     """Physical object key -> where it was when it left the house."""
     observations: int = 0
@@ -297,10 +300,16 @@ def _pick(world: World, options: list[Any]) -> Any:
     return options[int(world.rng.integers(len(options)))]
 
 
+def _happened(world: World, record: dict[str, Any]) -> dict[str, Any]:
+    world.events.append(record)
+    world.busy.update(record["objects"])
+    return record
+
+
 def apply_event(world: World, kind: str, round_: int) -> dict[str, Any] | None:
     """Make one event of ``kind`` happen (falling back to a ``move`` when nothing qualifies);
     returns its record, or None when not even a move could be made."""
-    movable = _movable(world)
+    movable = [k for k in _movable(world) if k not in world.busy]
     alike = _alike_keys()
     record: dict[str, Any] = {"round": round_, "kind": kind}
 
@@ -318,8 +327,7 @@ def apply_event(world: World, kind: str, round_: int) -> dict[str, Any] | None:
             # Identical things: each track stays where it was seen (nothing moved to observe).
             world.track_of[a], world.track_of[b] = world.track_of[b], world.track_of[a]
             record.update(objects=[a, b], places=[spot(b).place, spot(a).place])
-            world.events.append(record)
-            return record
+            return _happened(world, record)
         kind = "exchange"
         record["kind"] = kind
     if kind == "exchange":
@@ -332,8 +340,7 @@ def apply_event(world: World, kind: str, round_: int) -> dict[str, Any] | None:
             _move(world, a, place_b, kind, round_)
             _move(world, b, place_a, kind, round_)
             record.update(objects=[a, b], places=[place_a, place_b])
-            world.events.append(record)
-            return record
+            return _happened(world, record)
         kind = "move"
     if kind == "removal":
         gone = [k for k, s in world.spots.items() if s is None]
@@ -343,11 +350,10 @@ def apply_event(world: World, kind: str, round_: int) -> dict[str, Any] | None:
             record.update(objects=[key], places=[spot(key).place, None])
             world.removed_from[key] = spot(key)
             world.spots[key] = None
-            world.events.append(record)
-            return record
+            return _happened(world, record)
         kind = "move"
     if kind in ("return", "comeback"):
-        removed = [k for k, s in world.spots.items() if s is None]
+        removed = [k for k, s in world.spots.items() if s is None and k not in world.busy]
         if kind == "comeback" and removed:
             key = _pick(world, removed)
             left = world.removed_from[key].place
@@ -356,8 +362,7 @@ def apply_event(world: World, kind: str, round_: int) -> dict[str, Any] | None:
             place = former[-1] if former else _pick(world, far)
             _move(world, key, place, kind, round_)
             record.update(objects=[key], places=[None, place])
-            world.events.append(record)
-            return record
+            return _happened(world, record)
         options: list[tuple[str, str]] = []
         for key in movable:
             here = spot(key).place
@@ -368,8 +373,7 @@ def apply_event(world: World, kind: str, round_: int) -> dict[str, Any] | None:
             key, place = _pick(world, options)
             record.update(kind="return", objects=[key], places=[spot(key).place, place])
             _move(world, key, place, "return", round_)
-            world.events.append(record)
-            return record
+            return _happened(world, record)
         kind = "move"
     if kind == "alike move":
         options = []
@@ -386,8 +390,7 @@ def apply_event(world: World, kind: str, round_: int) -> dict[str, Any] | None:
             key, place = _pick(world, options)
             record.update(objects=[key], places=[spot(key).place, place])
             _move(world, key, place, kind, round_)
-            world.events.append(record)
-            return record
+            return _happened(world, record)
         kind = "move"
     low, high = NEAR_MOVE if kind == "near move" else (FAR_MOVE, math.inf)
     options = [
@@ -402,8 +405,7 @@ def apply_event(world: World, kind: str, round_: int) -> dict[str, Any] | None:
     key, place = _pick(world, options)
     record.update(kind=kind, objects=[key], places=[spot(key).place, place])
     _move(world, key, place, kind, round_)
-    world.events.append(record)
-    return record
+    return _happened(world, record)
 
 
 def schedule(rounds: int, seed: int, *, quick: bool) -> dict[int, list[str]]:
@@ -774,6 +776,7 @@ def run(
                 judge_moves(memory, world, seen, entities)
                 questions.extend(ask_locate(memory, world, status, round_))
                 absent.extend(ask_removed(memory, world, round_))
+                world.busy.clear()
                 for kind in plan.get(round_, []):
                     apply_event(world, kind, round_)
             entities = entity_rows(memory)
