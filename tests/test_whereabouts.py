@@ -242,3 +242,29 @@ def _observed(mem: SpatioTemporalMemory, entity_id: str) -> set[str]:
         {"id": entity_id},
     )
     return {row["id"] for row in rows}
+
+
+def test_consolidation_and_archival_keep_the_history(make_memory: Any) -> None:
+    mem = make_memory(
+        clock=lambda: T + 30 * 86400.0,
+        archive_after_seconds=3600.0,
+        consolidation_window=60.0,
+        **QUIET,
+    )
+    episode = mem.start_episode("tidy the kitchen")
+    cup = None
+    for i in range(5):
+        mem.add("a red cup on the kitchen table", 1.0, 1.0, timestamp=T + 60 * i)
+        cup = mem.add_entity("red cup", 1.0, 1.0, timestamp=T + 60 * i)
+    mem.end_episode(wait=True)
+    mem.start_episode("bathroom check")
+    for i in range(3):
+        mem.add("a red cup in the bathroom sink", 12.0, 9.0, timestamp=T + HOUR + 60 * i)
+        assert mem.add_entity("red cup", 12.0, 9.0, timestamp=T + HOUR + 60 * i) == cup
+    mem.end_episode(wait=True)
+    assert cup is not None and episode
+    before = places(mem, cup)
+    assert mem.maintenance() > 0  # the observations are archived...
+    assert places(mem, cup) == before == [(1.0, 1.0, False), (12.0, 9.0, True)]  # ...not the stays
+    entity = mem.store.get_entity(cup)
+    assert (entity.x, entity.y, entity.observation_count) == (12.0, 9.0, 8)
