@@ -124,7 +124,18 @@ def _seen_world() -> me.World:
     for key, spot in world.spots.items():
         assert spot is not None
         world.see(world.track_of[key], spot.place)
+        world.confirmed.add(world.track_of[key])
     return world
+
+
+def test_a_moved_object_counts_as_seen_there_only_once_seen_at_its_new_place():
+    world = _seen_world()
+    me._move(world, "red cup", "bedside table", "move", 2)
+    rows = me.ask_locate(_Answers((0.0, 0.0)), world, {}, 3)  # type: ignore[arg-type]
+    assert [r["name"] for r in rows if not r["seen_there"]] == ["red cup"]
+    world.confirmed.add("red cup")  # what patrol_round does when it sees it
+    rows = me.ask_locate(_Answers((0.0, 0.0)), world, {}, 4)  # type: ignore[arg-type]
+    assert all(r["seen_there"] for r in rows)
 
 
 def test_a_wrong_locate_answer_counts_as_an_error():
@@ -286,7 +297,9 @@ def test_quick_run_reports_every_figure_in_range(quick_run):
     assert result["rounds"] == me.QUICK_ROUNDS and result["embedder"] == "hashing"
     assert set(result["event_counts"]) == set(me.EVENT_KINDS)
     locate = result["locate"]
-    assert set(locate) == {"all", *me.STATUSES}
+    assert set(locate) == {"all", *me.STATUSES, "seen there", "just moved, seen there"}
+    assert locate["seen there"]["n"] <= locate["all"]["n"]
+    assert locate["just moved, seen there"]["n"] <= locate["just moved"]["n"]
     assert locate["all"]["n"] == sum(locate[s]["n"] for s in me.STATUSES)
     assert locate["all"]["n"] >= (me.QUICK_ROUNDS - 1) * 10 and locate["just moved"]["n"] >= 5
     for d in locate.values():

@@ -33,7 +33,9 @@ moves the object's track with it. The figures, after every round (a checkpoint):
   y, z)" line of the answer is parsed and its distance to the nearest true position of an object
   of that name is the error (no answer: an infinite error). Also split by the object: "just
   moved" (an object of that name changed place since the previous checkpoint), "moved before"
-  (earlier) and "never moved"; and the share of "just moved" answers that say "moved". Objects
+  (earlier) and "never moved"; "seen there" are the questions whose objects the robot has seen
+  at their current place since they got there (the others it missed there, 10% a visit: no
+  memory can answer them); and the share of "just moved" answers that say "moved". Objects
   out of the house are asked too: the share of answers that say they were not seen (or are
   missing, gone, no longer there) is reported.
 - wrong merges (at the end): entities whose sightings (the ids ``add_entity`` returned, and the
@@ -206,6 +208,8 @@ class World:
     """Entity id add_entity returned -> {(track, physical key)}."""
     events: list[dict[str, Any]] = field(default_factory=list)
     moves: list[Move] = field(default_factory=list)
+    confirmed: set[str] = field(default_factory=set)
+    """Tracks seen at their current place since they got there (what the memory can know)."""
     busy: set[str] = field(default_factory=set)
     """Objects an event of this round already took part in (not picked again until the
     robot has walked a round)."""
@@ -294,6 +298,7 @@ def _move(world: World, key: str, place: str, kind: str, round_: int) -> None:
         gone = world.removed_from.get(key, new)
         world.moves.append(Move(track, kind, round_, gone, new, world.last_entity.get(track)))
     world.spots[key] = new
+    world.confirmed.discard(track)
 
 
 def _pick(world: World, options: list[Any]) -> Any:
@@ -477,6 +482,7 @@ def patrol_round(
             world.entity_truth[entity_id].add((track, key))
             world.last_entity[track] = entity_id
             world.see(track, place)
+            world.confirmed.add(track)
             seen[track].append((place, entity_id))
             world.observations += 1
             world.sightings += 1
@@ -534,12 +540,16 @@ def ask_locate(
     """locate(name) for every name of an object in the house the robot has seen at least once;
     the error to the nearest object of that name."""
     truths: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    unconfirmed: set[str] = set()
     for key in _movable(world):
-        if not world.seen_places[world.track_of[key]]:
+        track = world.track_of[key]
+        if not world.seen_places[track]:
             continue
         found = world.spots[key]
         assert found is not None
         truths[world.name_of(key)].append(found.xy)
+        if track not in world.confirmed:
+            unconfirmed.add(world.name_of(key))
     rows = []
     for name in sorted(truths):
         answer = memory.locate(name)
@@ -550,6 +560,7 @@ def ask_locate(
                 "round": round_,
                 "name": name,
                 "status": status.get(name, "never moved"),
+                "seen_there": name not in unconfirmed,
                 "error": error,
                 "answer": None if at is None else [round(at[0], 2), round(at[1], 2)],
                 "says_moved": "moved" in answer.lower(),
@@ -796,6 +807,12 @@ def run(
         "locate": {
             status: distribution([q["error"] for q in questions if status in ("all", q["status"])])
             for status in ("all", *STATUSES)
+        }
+        | {
+            "seen there": distribution([q["error"] for q in questions if q["seen_there"]]),
+            "just moved, seen there": distribution(
+                [q["error"] for q in questions if q["seen_there"] and q["status"] == "just moved"]
+            ),
         },
         "says_moved": {
             "moved_questions": sum(q["status"] == "just moved" for q in questions),
@@ -846,7 +863,7 @@ def describe(result: dict[str, Any]) -> list[str]:
     ]
     for status, d in result["locate"].items():
         lines.append(
-            f"    {status:<12} within 1 m {_share(d['within'], d['n']):<18} "
+            f"    {status:<22} within 1 m {_share(d['within'], d['n']):<18} "
             f"p50 {_metres(d['p50'])} m  p90 {_metres(d['p90'])} m  max {_metres(d['max'])} m"
             + (f"  unanswered {d['unanswered']}" if d["unanswered"] else "")
         )
