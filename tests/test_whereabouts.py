@@ -268,3 +268,23 @@ def test_consolidation_and_archival_keep_the_history(make_memory: Any) -> None:
     assert places(mem, cup) == before == [(1.0, 1.0, False), (12.0, 9.0, True)]  # ...not the stays
     entity = mem.store.get_entity(cup)
     assert (entity.x, entity.y, entity.observation_count) == (12.0, 9.0, 8)
+
+
+def test_a_name_held_by_too_many_entities_is_not_followed(
+    make_memory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem = make_memory(**QUIET)
+
+    def carried(name: str) -> tuple[str, str]:
+        """Two alike things, the robot misses the first at its place, then one is seen far."""
+        first = mem.add_entity(name, 1.0, 1.0, timestamp=T)
+        assert mem.add_entity(name, 40.0, 1.0, timestamp=T + 10) != first  # too soon: two
+        mem.add("an empty table", 1.2, 1.0, timestamp=T + 600)
+        mem.flush()
+        return first, mem.add_entity(name, 12.0, 9.0, timestamp=T + HOUR)
+
+    first, seen = carried("red cup")
+    assert seen == first  # two cups known: the missed one moved
+    monkeypatch.setattr(whereabouts, "MAX_ALIKE", 1)
+    first, seen = carried("blue cup")
+    assert seen != first  # too common a name: not followed

@@ -441,7 +441,10 @@ class EntityResolver:
         """The entity this far sighting shows moved (after a move or a split), or None: a
         new object (rules 3 to 5)."""
         at = sighting.timestamp
-        alike = sorted(self._named.get(names.normalize(sighting.name), ()))
+        named = self._named.get(names.normalize(sighting.name), set())
+        if len(named) > whereabouts.MAX_ALIKE:
+            return None  # too common a name to follow one thing by it
+        alike = sorted(named)
         moves: list[tuple[int, float, str]] = []
         for entity_id in alike:
             tracked = table[entity_id]
@@ -459,7 +462,7 @@ class EntityResolver:
             if missed is None and not (
                 not names.generic(sighting.name)
                 and at - entity.last_seen >= whereabouts.MOVE_GAP
-                and not self._coexisted(tracked, table)
+                and not self._coexisted(tracked)
             ):
                 continue
             moves.append((0 if missed is not None else 1, entity.last_seen, entity_id))
@@ -486,16 +489,10 @@ class EntityResolver:
         layer = tracked.entity.layer_name
         return whereabouts.missed_at(self._store, previous, layer, sighting.timestamp) is None
 
-    def _coexisted(self, tracked: _Tracked, table: dict[str, _Tracked]) -> bool:
-        """Another entity of the same name was seen within this one's time span."""
-        entity = tracked.entity
-        for other_id in self._named.get(names.normalize(entity.name), ()):
-            other = table[other_id].entity
-            if other_id != entity.id and (
-                other.first_seen <= entity.last_seen and other.last_seen >= entity.first_seen
-            ):
-                return True
-        return False
+    def _coexisted(self, tracked: _Tracked) -> bool:
+        """Another entity of the same name is known (two such things were seen at once, or a
+        sighting could not be this one's)."""
+        return len(self._named.get(names.normalize(tracked.entity.name), ())) > 1
 
     def _split(self, tracked: _Tracked, table: dict[str, _Tracked]) -> None:
         """The current stay was a second object's: it becomes a new entity with its sightings,

@@ -25,13 +25,17 @@ What a sighting of a known name does (EntityResolver applies these, in this orde
    b. *evidence*: the robot looked at the entity's stay after its last sighting there and did
       not see it (an observation of the entity's layer within LOOK_RADIUS, at least
       ABSENCE_AFTER after the last sighting: absence), or the name is distinctive (it has a
-      modifier: "red cup", not "cup"), no other object of that name was ever seen in the same
-      time span (they never coexisted) and MOVE_GAP has passed since its last sighting.
+      modifier: "red cup", not "cup"), it is the only entity of that name (no two such things
+      were ever taken to exist at once) and MOVE_GAP has passed since its last sighting.
 
    Among several candidates the one with absence evidence is taken first, then the one last
    seen longest ago (ties by id).
 5. Otherwise a new entity: two alike objects seen in two places in the same time span stay
    two objects.
+
+A name held by more than MAX_ALIKE entities (the chairs of an office, the people of a campus)
+is too common to follow one thing by it: its sightings merge by place only (rules 1 and 2),
+and the work per sighting stays bounded.
 
 The rules look at what the memory already holds (sightings and observations); they never need
 a sighting that has not come yet, and the same sightings in the same order give the same
@@ -59,6 +63,8 @@ allows is a second object)."""
 MOVE_GAP = 600.0
 """Seconds since the last sighting after which a distinctive thing, alone of its name, seen
 elsewhere is taken to have moved without absence evidence."""
+MAX_ALIKE = 32
+"""Entities of one name beyond which a far sighting of that name is never taken as a move."""
 LOOK_RADIUS = 2.0
 """Metres: an observation this close to a stay was a look at it."""
 ABSENCE_AFTER = 30.0
