@@ -830,6 +830,17 @@ def run(
             "unjudged": sum(1 for m in world.moves if m.outcome in (None, "superseded")),
             **{k: outcomes.get(k, 0) for k in ("followed", "dragged", "missed", "split")},
             "missed_rate": outcomes.get("missed", 0) / max(1, len(judged)),
+            "list": [
+                {
+                    "track": m.track,
+                    "kind": m.kind,
+                    "round": m.round,
+                    "from": m.old.place,
+                    "to": m.new.place,
+                    "outcome": m.outcome,
+                }
+                for m in world.moves
+            ],
             "by_kind": {
                 kind: dict(Counter(m.outcome for m in judged if m.kind == kind))
                 for kind in sorted({m.kind for m in judged})
@@ -887,11 +898,20 @@ def describe(result: dict[str, Any]) -> list[str]:
     if m["examples"]:
         lines.append("    e.g. " + "; ".join(m["examples"][:3]))
     mv = result["moves"]
+    missed = [e for e in mv["list"] if e["outcome"] == "missed"]
     lines.append(
         f"  moves: missed {_share(mv['missed'], mv['n'])}, followed "
         f"{_share(mv['followed'], mv['n'])}, dragged (one entity averaged between places) "
         f"{_share(mv['dragged'], mv['n'])}, split {_share(mv['split'], mv['n'])}"
     )
+    if missed:
+        lines.append(
+            "    missed: "
+            + "; ".join(
+                f"{e['track']} {e['from']} -> {e['to']} ({e['kind']}, round {e['round']})"
+                for e in missed[:4]
+            )
+        )
     h = result["history"]
     if h.get("available"):
         lines.append(
