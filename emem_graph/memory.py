@@ -8,7 +8,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +19,7 @@ from emem_graph import validation
 from emem_graph.capability import Capability
 from emem_graph.config import DEFAULT_DB_PATH, MemoryConfig
 from emem_graph.config import settle as settle_config
+from emem_graph.consolidation import reads, whereabouts
 from emem_graph.consolidation.engine import ConsolidationEngine
 from emem_graph.consolidation.entities import Sighting
 from emem_graph.errors import (
@@ -30,7 +31,14 @@ from emem_graph.gate import CallGate, while_open
 from emem_graph.ingest.buffer import IngestBuffer
 from emem_graph.ingest.embeddings import EmbeddingProvider, make_embedder
 from emem_graph.ingest.rejected import RejectedRows
-from emem_graph.models import AGENT_NOTE, INTEROCEPTION, Entity, Episode, Observation
+from emem_graph.models import (
+    AGENT_NOTE,
+    INTEROCEPTION,
+    Entity,
+    EntityPosition,
+    Episode,
+    Observation,
+)
 from emem_graph.retrieval.tools import RetrievalTools
 from emem_graph.storage.store import MemoryStore
 
@@ -609,7 +617,7 @@ class SpatioTemporalMemory:
     @functools.cached_property
     def tools(self) -> RetrievalTools:
         """The ten retrieval tools and the planner actions of this memory."""
-        tools = RetrievalTools(self, self._store, self._clock)
+        tools = RetrievalTools(self, self._store, self._clock, _StayReads(self._store))
         for capability in self._capabilities:
             tools.attach(capability, capability.tool_names)
         return tools
@@ -732,10 +740,13 @@ class SpatioTemporalMemory:
         time_after: str | float | None = None,
         time_before: str | float | None = None,
         include_body_state: bool = False,
+        at_time: str | float | None = None,
     ) -> str:
-        """Where a concept is: position and radius from the strong matches."""
+        """Where a concept is: position and radius from the strong matches; a thing that
+        moved is answered where it is now (``at_time``: where it was then) and says where it
+        was before."""
         return self.tools.locate(
-            concept, n_results, layer, time_after, time_before, include_body_state
+            concept, n_results, layer, time_after, time_before, include_body_state, at_time
         )
 
     def recall(
@@ -824,3 +835,20 @@ class SpatioTemporalMemory:
         """What a user told the robot about themselves that fits a request (objects they mean
         by personal expressions, routines in order), with grounded positions."""
         return self.profile.user_profile(query, user, k)
+
+
+class _StayReads:
+    """The stays as the tools read them (retrieval/history.StayReader): consolidation's
+    reads and whereabouts rules on this memory's store."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    def positions_of(self, entity_ids: Sequence[str]) -> dict[str, list[EntityPosition]]:
+        return reads.positions_of(self._store, entity_ids)
+
+    def landmark(self, x: float, y: float) -> str | None:
+        return reads.landmark(self._store, x, y)
+
+    def missed_at(self, stay: EntityPosition, layer: str | None, until: float) -> float | None:
+        return whereabouts.missed_at(self._store, stay, layer, until)

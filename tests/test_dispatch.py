@@ -74,7 +74,7 @@ def test_api_parameters_and_defaults_match_the_schema():
         "entity_query": {"name": None, "entity_type": None, "near_x": None, "near_y": None,
                          "spatial_radius": None, "last_seen_after": None, "n_results": 10},
         "locate": {"concept": None, "n_results": 10, "layer": None, "time_after": None,
-                   "time_before": None},
+                   "time_before": None, "at_time": None},
         "recall": {"query": None, "n_results": 10, "radius_multiplier": 1.5},
         "body_status": {"layers": None},
     }  # fmt: skip

@@ -222,9 +222,15 @@ def test_search_gists_on_a_memory_without_gists(make_memory):
 
 def test_entity_query_by_name_type_and_area(house):
     chairs = lines(house.memory.entity_query(name="CHAIR"))
+    # Each entity's line (a moved one's history follows on an indented "moved:" line).
+    chairs = [row for row in chairs if not row.startswith("   moved: ")]
     assert chairs and all(ENTITY_LINE.match(row) and "chair" in row for row in chairs)
-    assert any(re.search(r"\[entity/furniture\] \(18\.\d,4\.\d\) \[seen \d+x\] red chair$", row)
+    assert any(re.search(r"\[entity/furniture\] \(18\.\d,4\.\d\) \[seen \d+x\] red chair "
+                         r"\[last seen \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\]$", row)
                for row in chairs)  # fmt: skip
+    # The most recently confirmed first.
+    seen = [re.findall(r"\[last seen (.+?)\]", row)[0] for row in chairs]
+    assert seen == sorted(seen, reverse=True)
     assert "coffee machine" in house.memory.entity_query(entity_type="appliance")
     near = house.memory.entity_query(near_x=0.0, near_y=0.0, spatial_radius=5.0)
     assert "coffee machine" in near and "red chair" not in near
@@ -241,7 +247,13 @@ def test_locate_reports_location_radius_basis_and_top_hits(house):
     assert abs(x - 18.5) < 1.0 and abs(y - 4.0) < 1.0
     assert re.fullmatch(r"Radius: \d+\.\dm", out[1])
     assert re.fullmatch(r"Based on: \d+ memories \(.+\)", out[2])
-    assert 1 <= len(out) - 3 <= 3 and all(row.startswith("  [") for row in out[3:])
+    # What the memory says of the thing's stay (when it was last seen there, a missed look,
+    # where it was before), then at most three evidence lines.
+    notes = [row for row in out[3:] if not row.startswith("  [")]
+    assert all(row.startswith(("Last seen there: ", "Not seen at ", "Moved from ", "Earlier: "))
+               for row in notes), notes  # fmt: skip
+    evidence = out[3 + len(notes) :]
+    assert 1 <= len(evidence) <= 3 and all(row.startswith("  [") for row in evidence)
 
 
 def test_locate_without_matches(make_memory):

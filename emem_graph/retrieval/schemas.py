@@ -266,9 +266,11 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     "locate": _tool(
         "locate",
         "Estimate WHERE something is: a position (x, y, z) and a radius, from the memories "
-        "that match it best (weak matches are ignored). Use for 'where is the kitchen', 'find "
-        "the charging station'. Do NOT use to list memories (use semantic_search) or for "
-        "memories without real coordinates.",
+        "that match it best (weak matches are ignored). A thing that moved is answered where it "
+        "is now, with when it was last seen there, whether a later look missed it and where it "
+        "was before. Use for 'where is the kitchen', 'find the charging station', 'where was "
+        "the red cup at 10:00' (at_time). Do NOT use to list memories (use semantic_search) or "
+        "for memories without real coordinates.",
         {
             "concept": _required_text("What to locate, in natural language."),
             "n_results": {
@@ -277,6 +279,12 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
             },
             **_filters("memories", "layer", "time_after", "time_before"),
             "include_body_state": _BODY,
+            "at_time": {
+                "type": ["string", "number"],
+                "description": "Where the thing was at this time (a history question: the "
+                "position it had then), instead of where it is now. A clock time '10:00' (UTC, "
+                f"the latest one not in the future) or {_TIME_FORMS[0].lower()}{_TIME_FORMS[1:]}",
+            },
         },
         ["concept"],
     ),

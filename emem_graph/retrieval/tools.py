@@ -15,14 +15,16 @@ import numpy as np
 
 from emem_graph.errors import InvalidInputError
 from emem_graph.filters import FILTER_PARAMETERS, area_of, perception_filter
-from emem_graph.models import AGENT_NOTE, Entity, Gist
-from emem_graph.retrieval import lookups
+from emem_graph.models import AGENT_NOTE, Entity, Gist, Observation
+from emem_graph.retrieval import history, lookups
 from emem_graph.retrieval.dispatch import dispatch_tool_call, tool_method
 from emem_graph.retrieval.formatting import (
     format_body_status,
     format_by_layer,
     format_collapsed,
+    format_entity,
     format_episode,
+    format_time,
     noted,
     numbered,
     source_label,
@@ -30,7 +32,7 @@ from emem_graph.retrieval.formatting import (
     times_suffix,
     unique_lines,
 )
-from emem_graph.retrieval.locate import estimate_location
+from emem_graph.retrieval.locate import CLUSTER_RADIUS
 from emem_graph.retrieval.lookups import Circle
 from emem_graph.retrieval.schemas import ALL_SCHEMAS, GLOBAL_CHAINS, tool_definitions
 from emem_graph.retrieval.search import HybridSearch, split_request
@@ -46,6 +48,10 @@ MIN_RECALL_RADIUS = 2.0
 """Metres: recall gathers at least this far around the located place."""
 CONTEXT_LIMIT = 10
 """Items per section of get_current_context."""
+ENTITY_POOL = 5
+ENTITY_POOL_MIN = 100
+"""entity_query reads at least this many matches (ENTITY_POOL per result asked) and ranks
+them by last sighting (the index orders by count, then recency)."""
 RECALL_RELEVANCE = 0.7
 """recall lists an item around the place when the query's search returned it with a cosine
 similarity at least this fraction of the best hit's, or when it names the query's head noun;
@@ -98,17 +104,31 @@ class RetrievalTools:
         host: the memory facade (flush, embed, position, writes).
         store: its store (typed reads).
         clock: its clock; relative times and ages are measured on it.
+        stays: where entities were and when a look missed them (the memory passes
+            consolidation's reads; None: no entity has stays).
     """
 
-    def __init__(self, host: ToolHost, store: MemoryStore, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        host: ToolHost,
+        store: MemoryStore,
+        clock: Callable[[], float],
+        stays: history.StayReader | None = None,
+    ) -> None:
         self._host = host
         self._store = store
+        self._stays: history.StayReader = history.NoStays() if stays is None else stays
         self._clock = clock
         self._search = HybridSearch(store, host.embed, host.config, clock)
         self._attached: dict[str, Callable[..., str]] = {}
         # Profile aliases: an attached capability's resolve_concept(text) -> text | None
         # turns "my favorite cup" into what it names before locate and recall search.
         self._resolvers: list[Callable[[str], str | None]] = []
+
+    @property
+    def _far(self) -> float:
+        """Metres between two stays of a thing beyond which it was carried (history.place)."""
+        return self._host.config.entity_spatial_radius
 
     def close(self) -> None:
         """Stop the search threads (the memory calls it when it closes)."""
@@ -323,20 +343,35 @@ class RetrievalTools:
         last_seen_after: str | float | None = None,
         n_results: int = 10,
     ) -> str:
-        """Entities by name substring, type, area and last sighting."""
+        """Entities by name substring, type, area and last sighting, the most recently
+        confirmed first; a thing that moved says where it is now since when and where it was
+        before, and one a later look missed at its position is marked stale."""
+        now = self._clock()
         entities = lookups.find_entities(
             self._store,
             name=name,
             entity_type=entity_type,
-            last_seen_after=parse_optional_time(
-                last_seen_after, self._clock(), name="last_seen_after"
-            ),
+            last_seen_after=parse_optional_time(last_seen_after, now, name="last_seen_after"),
             circle=_circle(near_x, near_y, spatial_radius),
-            limit=n_results,
+            limit=max(n_results * ENTITY_POOL, ENTITY_POOL_MIN),
         )
         if not entities:
             return "No entities found."
-        return numbered(format_collapsed(entities))
+        entities = sorted(entities, key=lambda e: (-e.last_seen, e.id))[:n_results]
+        stays = self._stays.positions_of([e.id for e in entities])
+        lines = []
+        for entity in entities:
+            line = format_entity(entity) + f" [last seen {format_time(entity.last_seen)}]"
+            own = stays.get(entity.id, [])
+            stay = history.current_stay(own)
+            absent = None if stay is None else history.missed(self._stays, entity, stay, now)
+            if absent is not None:
+                line += f" [stale: not seen at its last position at {format_time(absent)}]"
+            moved = history.history_line(entity, own)
+            if moved:
+                line += f"\n   moved: {moved}"
+            lines.append(line)
+        return numbered(lines)
 
     @tool_method
     def locate(
@@ -347,19 +382,27 @@ class RetrievalTools:
         time_after: str | float | None = None,
         time_before: str | float | None = None,
         include_body_state: bool = False,
+        at_time: str | float | None = None,
     ) -> str:
-        """Where ``concept`` is: a relevance-weighted estimate from the strong matches."""
+        """Where ``concept`` is: a relevance-weighted estimate from the strong matches; a thing
+        that moved is answered at its current stay (or, with ``at_time`` or time words in the
+        concept, at the stay of that time), with when it was last seen there, whether a later
+        look missed it and where it was before (retrieval/history.py)."""
         now = self._clock()
+        question = history.asked(concept, now)
+        at = question.at if at_time is None else history.parse_at_time(at_time, now)
         where = perception_filter(
             layer=layer,
             time_after=parse_optional_time(time_after, now, name="time_after"),
             time_before=parse_optional_time(time_before, now, name="time_before"),
             include_body_state=include_body_state,
         )
-        vector = self._search.embed([self._resolved(concept)])[0]
-        estimate = estimate_location(self._search.dense(vector, n_results, where))
-        if estimate is None:
+        vector = self._search.embed([self._resolved(question.concept)])[0]
+        dense = self._search.dense(vector, n_results, where)
+        placed = history.place(self._stays, dense, now, at, question.before, self._far)
+        if placed is None:
             return "Could not locate: no matching memories found."
+        estimate = placed.estimate
         sources: dict[str, int] = {}
         for record, _ in estimate.hits:
             label = source_label(record)
@@ -369,6 +412,7 @@ class RetrievalTools:
             f"Location: ({estimate.x:.1f}, {estimate.y:.1f}, {estimate.z:.1f})",
             f"Radius: {estimate.radius:.1f}m",
             f"Based on: {len(estimate.hits)} memories ({summary})",
+            *placed.notes,
         ]
         lines.extend(f"  {line}" for line in format_collapsed((r for r, _ in estimate.hits), 3))
         return "\n".join(lines)
@@ -394,12 +438,14 @@ class RetrievalTools:
         blocks: list[str] = []
         missing: list[str] = []
         shown: set[str] = set()
+        now = self._clock()
         for part, vector in zip(parts, vectors, strict=True):
             dense = self._search.dense(vector, n_results, where)
-            estimate = estimate_location(dense)
-            if estimate is None:
+            placed = history.place(self._stays, dense, now, None, False, self._far)
+            if placed is None:
                 missing.append(part)
                 continue
+            estimate = placed.estimate
             circle = Circle(
                 estimate.x,
                 estimate.y,
@@ -407,7 +453,9 @@ class RetrievalTools:
             )
             about = _About(part if len(parts) > 1 else query, vector, dense)
             blocks.append(
-                self._recall_block(about, circle, n_results, include_body_state, shown, len(parts))
+                self._recall_block(
+                    about, circle, n_results, include_body_state, shown, len(parts), placed
+                )
             )
         if not blocks:
             return f"No memories found for: {query}"
@@ -540,10 +588,13 @@ class RetrievalTools:
         include_body_state: bool,
         shown: set[str],
         parts: int,
+        placed: history.Placed,
     ) -> str:
         """What is around the place ``about`` was located at and is about it (see _relevant).
         Items an earlier part's block listed are not listed again; the rest is counted in one
-        line (spatial_query lists everything around a place)."""
+        line (spatial_query lists everything around a place). When the place is a moved
+        thing's current stay, its sightings since it came there are listed as current and the
+        older ones as earlier; an entity that moved says where it was before."""
         observations = lookups.observations_near(
             self._store, circle, include_body_state=include_body_state, limit=n
         )
@@ -579,6 +630,19 @@ class RetrievalTools:
             f"radius {circle.radius:.1f}m:"
         ]
         tag = f" ('{about.label}')" if parts > 1 else ""
+        current, earlier = _sightings(placed, observations)
+        if current or earlier:
+            assert placed.entity is not None and placed.stay is not None
+            observations = [o for o in observations if o not in current and o not in earlier]
+            name, stay = placed.entity.name, placed.stay
+            lines.append(
+                f"Current sightings{tag} ({name} is here now: since "
+                f"{format_time(stay.first_seen)}, last seen {format_time(stay.last_seen)}):"
+            )
+            lines.extend(format_by_layer(current, with_coordinates=True) or ["  (none listed)"])
+            if earlier:
+                lines.append(f"Earlier sightings{tag} (before {name} moved here):")
+                lines.extend(format_by_layer(earlier, with_coordinates=True))
         if observations:
             lines.append(f"Observations{tag}:")
             lines.extend(format_by_layer(observations, with_coordinates=True))
@@ -587,7 +651,12 @@ class RetrievalTools:
             lines.extend(_gist_lines(gists, "  ", with_layer=True))
         if entities:
             lines.append(f"Entities{tag}:")
-            lines.extend(f"  {_entity_short(e)}" for e in entities)
+            moved = self._stays.positions_of([e.id for e in entities])
+            for e in entities:
+                line = history.history_line(e, moved.get(e.id, []))
+                lines.append(f"  {_entity_short(e)}" + (f" — {line}" if line else ""))
+        if placed.entity is not None and placed.stay is not None and len(placed.stays) > 1:
+            lines.extend(f"  {note}" for note in placed.notes if note.startswith("Not seen"))
         others = [_counted(count, kind) for kind, count in left.items() if count]
         if others:
             lines.append(
@@ -620,6 +689,23 @@ def _circle(x: float | None, y: float | None, radius: float | None) -> Circle | 
 def _entity_short(entity: Entity) -> str:
     noted([entity])
     return f"[{entity.entity_type or 'object'}] {entity.name} (seen {entity.observation_count}x)"
+
+
+def _sightings(
+    placed: history.Placed, observations: list[Observation]
+) -> tuple[list[Observation], list[Observation]]:
+    """The observations (already about the query) of a moved thing's current stay (near it,
+    since it came there) and the earlier ones; both empty unless the thing moved."""
+    if placed.stay is None or len(placed.stays) < 2 or not placed.stay.current:
+        return [], []
+    stay = placed.stay
+    current = [
+        o
+        for o in observations
+        if o.timestamp >= stay.first_seen and history.distance(stay, o.x, o.y) <= CLUSTER_RADIUS
+    ]
+    earlier = [o for o in observations if o.timestamp < stay.first_seen]
+    return current, earlier
 
 
 def _first_unique(records: list[Any], n: int) -> list[Any]:

@@ -1,0 +1,194 @@
+"""Objects move (issue 22): the tools answer the present first. A red cup seen five times on
+the kitchen table at (1, 1), then an hour later three times in the bathroom sink at (12, 9),
+on a real memory (Kuzu, LanceDB, MiniLM): locate answers the sink and says where it was
+before, entity_query lists one cup with its history, recall says which sightings are current,
+a time argument (or time words) answers where it was then, and a later look at the sink that
+missed it is said."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import pytest
+
+from emem_graph.retrieval import history
+from emem_graph.retrieval.formatting import format_time
+from emem_graph.retrieval.schemas import tool_definitions
+
+T = 1_000_000.0
+HOUR = 3600.0
+QUIET = {
+    "maintenance_interval": None,
+    "entity_extraction": False,
+}
+LOCATION = re.compile(r"^Location: \((-?[\d.]+), (-?[\d.]+), (-?[\d.]+)\)", re.MULTILINE)
+
+
+def location(text: str) -> tuple[float, float]:
+    match = LOCATION.search(text)
+    assert match, text
+    return float(match.group(1)), float(match.group(2))
+
+
+def moved_cup(make_memory: Any, clock_at: float = T + 2 * HOUR) -> tuple[Any, str]:
+    """The red cup: 5 sightings on the kitchen table (T .. T+240), 3 in the bathroom sink an
+    hour later (T+1h .. T+1h+120); the table and the sink are entities of their own."""
+    mem = make_memory(clock=lambda: clock_at, **QUIET)
+    mem.add_entity("kitchen table", 1.5, 1.5, timestamp=T - 600, entity_type="furniture")
+    mem.add_entity("bathroom sink", 12.5, 9.5, timestamp=T - 600, entity_type="fixture")
+    mem.add("a kitchen table with chairs", 1.5, 1.5, timestamp=T - 600)
+    cup = mem.add_entity("red cup", 1.0, 1.0, timestamp=T)
+    for i in range(5):
+        x = 1.0 + 0.05 * i
+        mem.add("a red cup on the kitchen table", x, 1.0, timestamp=T + 60 * i)
+        if i:
+            assert mem.add_entity("red cup", x, 1.0, timestamp=T + 60 * i) == cup
+    for i in range(3):
+        t = T + HOUR + 60 * i
+        mem.add("a red cup in the bathroom sink", 12.0, 9.0, timestamp=t)
+        assert mem.add_entity("red cup", 12.0, 9.0, timestamp=t) == cup
+    mem.flush()
+    return mem, cup
+
+
+def test_locate_answers_the_current_stay_and_says_where_it_was_before(make_memory: Any) -> None:
+    mem, _ = moved_cup(make_memory)
+    answer = mem.locate("red cup")
+    x, y = location(answer)
+    assert math.dist((x, y), (12.0, 9.0)) <= 1.0, answer  # not the table, not the midpoint
+    assert f"Last seen there: {format_time(T + HOUR + 120)}" in answer
+    assert "3 sightings at this position" in answer
+    assert f"Moved from (1.1, 1.0) near kitchen table at {format_time(T + HOUR)}" in answer
+    assert f"(5 sightings there, {format_time(T)}–{format_time(T + 240)[11:]})" in answer
+    assert "Not seen at its last position" not in answer  # nobody looked at the sink since
+    # The old sightings do not vote: the evidence listed is the sink's.
+    assert "kitchen table" not in answer.split("Moved from")[0]
+
+
+def test_entity_query_lists_one_cup_most_recent_first_with_its_history(make_memory: Any) -> None:
+    mem, _ = moved_cup(make_memory)
+    for i in range(10):  # seen more often than the cup, but last seen before it
+        mem.add_entity("red cup holder", 3.0, 3.0, timestamp=T + 30 + i)
+    answer = mem.entity_query(name="red cup")
+    lines = answer.splitlines()
+    assert lines[0].startswith("1. [entity/object] (12.0,9.0) [seen 8x] red cup"), answer
+    assert f"[last seen {format_time(T + HOUR + 120)}]" in lines[0]
+    assert lines[1].strip() == (
+        f"moved: now at (12.0, 9.0) since {format_time(T + HOUR)}; before: (1.1, 1.0) "
+        f"{format_time(T)}–{format_time(T + 240)[11:]}"
+    )
+    assert lines[2].startswith("2. ") and "red cup holder" in lines[2]
+    assert answer.count("] red cup [") == 1  # one red cup, not two
+    assert "stale" not in answer
+
+
+def test_recall_marks_the_current_sightings(make_memory: Any) -> None:
+    mem, _ = moved_cup(make_memory)
+    answer = mem.recall("where is the red cup now")
+    assert "location (12.0, 9.0)" in answer, answer
+    current = answer.split("Current sightings")[1]
+    assert current.startswith(f" (red cup is here now: since {format_time(T + HOUR)}")
+    assert "a red cup in the bathroom sink (x3)" in current
+    assert "on the kitchen table" not in answer.split("Entities")[0]
+    assert f"now at (12.0, 9.0) since {format_time(T + HOUR)}; before: (1.1, 1.0)" in answer
+
+
+def test_a_time_before_the_move_answers_the_old_place(make_memory: Any) -> None:
+    mem, _ = moved_cup(make_memory)
+    for when in (T + 120, str(T + 1800), "90 minutes ago"):
+        answer = mem.locate("red cup", at_time=when)
+        assert math.dist(location(answer), (1.1, 1.0)) <= 0.5, (when, answer)
+        assert "was at (1.1, 1.0) near kitchen table (5 sightings" in answer
+        assert "Now: at (12.0, 9.0)" in answer
+    # After the move, the sink; before the first sighting, the first place, said so.
+    assert math.dist(location(mem.locate("red cup", at_time=T + HOUR + 30)), (12, 9)) <= 0.5
+    early = mem.locate("red cup", at_time=T - 60)
+    assert math.dist(location(early), (1.1, 1.0)) <= 0.5 and "Not seen before" in early
+    # Time words in the concept do the same.
+    clock = format_time(T + 120)[11:16]
+    worded = mem.locate(f"where was the red cup at {clock}?")
+    assert math.dist(location(worded), (1.1, 1.0)) <= 0.5, worded
+    before = mem.locate("where was the red cup before")
+    assert math.dist(location(before), (1.1, 1.0)) <= 0.5, before
+    assert "Before its current position" in before
+
+
+def test_a_look_at_the_sink_that_missed_the_cup_is_said(make_memory: Any) -> None:
+    mem, _ = moved_cup(make_memory)
+    looked = T + HOUR + 600
+    mem.add("a bathroom sink with a towel", 12.3, 9.2, timestamp=looked)
+    mem.add("white tiles", 11.5, 8.8, timestamp=looked - 200)
+    mem.add("a mirror", 12.0, 9.0, timestamp=T + HOUR + 125)  # too soon after: not absence
+    mem.flush()
+    answer = mem.locate("red cup")
+    assert f"Not seen at its last position at {format_time(looked)}" in answer, answer
+    assert math.dist(location(answer), (12.0, 9.0)) <= 1.0
+    listed = mem.entity_query(name="red cup")
+    assert f"[stale: not seen at its last position at {format_time(looked)}]" in listed
+    assert f"Not seen at its last position at {format_time(looked)}" in mem.recall("red cup")
+
+
+def test_a_thing_that_never_moved_is_answered_as_before(make_memory: Any) -> None:
+    mem = make_memory(clock=lambda: T + HOUR, **QUIET)
+    for i in range(3):
+        mem.add("a green kettle on the stove", 4.0, 2.0, timestamp=T + 60 * i)
+        mem.add_entity("green kettle", 4.0, 2.0, timestamp=T + 60 * i)
+    answer = mem.locate("green kettle")
+    assert math.dist(location(answer), (4.0, 2.0)) <= 0.5
+    assert f"Last seen there: {format_time(T + 120)}" in answer
+    assert "Moved from" not in answer and "moved:" not in mem.entity_query(name="kettle")
+
+
+def test_at_time_is_in_the_schema_the_dispatcher_and_the_ros_service(make_memory: Any) -> None:
+    from ros_bridge.services import request_to_arguments
+    from ros_bridge.srv_files import srv_definition
+
+    (locate,) = [d for d in tool_definitions() if d["function"]["name"] == "locate"]
+    assert "at_time" in locate["function"]["parameters"]["properties"]
+    mem, _ = moved_cup(make_memory)
+    text = mem.dispatch_tool_call("locate", {"concept": "red cup", "at_time": T + 60})
+    assert math.dist(location(text), (1.1, 1.0)) <= 0.5, text
+    bad = mem.dispatch_tool_call("locate", {"concept": "red cup", "at_time": "teatime"})
+    assert bad.startswith("Error:") and "at_time" in bad
+    assert "at_time" in [f.name for f in srv_definition("Locate").request]
+
+    class Request:
+        concept = "red cup"
+        n_results = 10
+        layer = ""
+        time_after = ""
+        time_before = ""
+        at_time = "10:00"
+
+    assert request_to_arguments("Locate", Request())[1] == {
+        "concept": "red cup",
+        "n_results": 10,
+        "at_time": "10:00",
+    }
+    Request.at_time = ""
+    assert "at_time" not in request_to_arguments("Locate", Request())[1]
+
+
+@pytest.mark.parametrize(
+    ("concept", "searched", "before"),
+    [
+        ("where was the red cup at 10:00", "the red cup", False),
+        ("where was the red cup before?", "the red cup", True),
+        ("red cup 2 hours ago", "red cup", False),
+        ("red cup", "red cup", False),
+    ],
+)
+def test_time_words_of_a_concept(concept: str, searched: str, before: bool) -> None:
+    now = 86_400.0 * 100 + 11 * HOUR
+    question = history.asked(concept, now)
+    assert (question.concept, question.before) == (searched, before)
+    if "10:00" in concept:
+        assert question.at == 86_400.0 * 100 + 10 * HOUR
+    elif "ago" in concept:
+        assert question.at == now - 2 * HOUR
+    else:
+        assert question.at is None
+    # A clock time later than now is yesterday's.
+    assert history.parse_at_time("12:00", now) == 86_400.0 * 99 + 12 * HOUR
