@@ -59,7 +59,7 @@ def test_locate_answers_the_current_stay_and_says_where_it_was_before(make_memor
     x, y = location(answer)
     assert math.dist((x, y), (12.0, 9.0)) <= 1.0, answer  # not the table, not the midpoint
     assert f"Last seen there: {format_time(T + HOUR + 120)}" in answer
-    assert "3 sightings at this position" in answer
+    assert "(red cup near bathroom sink, 3 sightings at this position" in answer
     assert f"Moved from (1.1, 1.0) near kitchen table at {format_time(T + HOUR)}" in answer
     assert f"(5 sightings there, {format_time(T)}–{format_time(T + 240)[11:]})" in answer
     assert "Not seen at its last position" not in answer  # nobody looked at the sink since

@@ -370,8 +370,10 @@ def present_notes(
     now_stay = current_stay(stays)
     if now_stay is None:
         return []
+    near = reader.landmark(now_stay.x, now_stay.y)
+    near = f" near {near}" if near and near.strip().lower() != entity.name.lower() else ""
     notes = [
-        f"Last seen there: {format_time(now_stay.last_seen)} ({entity.name}, "
+        f"Last seen there: {format_time(now_stay.last_seen)} ({entity.name}{near}, "
         f"{sightings(now_stay.count)} at this position since "
         f"{format_time(now_stay.first_seen)})"
     ]
