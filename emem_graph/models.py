@@ -106,6 +106,12 @@ class Entity(_Record):
         return np.array([self.x, self.y, self.z], dtype=np.float64)
 
 
+STAY_RADIUS = 1.5
+"""Metres: sightings this close to a stay's mean are the same stay of a thing (see
+consolidation/whereabouts.py); the tools leave out the texts of a former stay farther than
+this from the current one (retrieval/history.py)."""
+
+
 class EntityPosition(_Record):
     """One stay of an entity: where it was (the mean of the stay's sightings) and when.
 

@@ -288,3 +288,17 @@ def test_a_name_held_by_too_many_entities_is_not_followed(
     monkeypatch.setattr(whereabouts, "MAX_ALIKE", 1)
     first, seen = carried("blue cup")
     assert seen != first  # too common a name: not followed
+
+
+def test_a_thing_seen_from_two_poses_in_turn_keeps_one_stay(make_memory: Any) -> None:
+    """A caption places a thing at the robot's pose: a patrol seeing a washing machine from
+    two poses 2.9 m apart, round after round, must not open a stay per look (rule 2b)."""
+    mem = make_memory(**QUIET)
+    machine = mem.add_entity("washing machine", 19.5, 1.5, timestamp=T)
+    for round_no in range(1, 6):
+        at = T + round_no * 1200
+        assert mem.add_entity("washing machine", 21.5, 3.6, timestamp=at) == machine
+        assert mem.add_entity("washing machine", 19.5, 1.5, timestamp=at + 600) == machine
+    history = places(mem, machine)
+    assert len(history) <= 2, history  # at most the last look's stay beside the folded one
+    assert mem.store.get_entity(machine).observation_count == 11

@@ -95,6 +95,8 @@ class _Tracked:
     """Written stays changed since."""
     taken_stays: set[str] = field(default_factory=set)
     """Written stays of another entity that are this one's since a split (WAS_AT relinked)."""
+    dropped_stays: set[str] = field(default_factory=set)
+    """Written stays folded into another (deleted at the next write)."""
 
     @property
     def stay(self) -> EntityPosition:
@@ -393,7 +395,10 @@ class EntityResolver:
     def _merge(self, tracked: _Tracked, sighting: Sighting, *, counted: bool) -> None:
         entity = tracked.entity
         stay = tracked.stay
-        if (
+        if self._back_from_small_move(tracked, sighting):
+            self._fold(tracked)
+            stay = tracked.stay
+        elif (
             whereabouts.distance(stay, sighting.x, sighting.y) > whereabouts.STAY_RADIUS
             and sighting.timestamp - stay.last_seen >= whereabouts.REVISIT_GAP
         ):
@@ -436,6 +441,42 @@ class EntityResolver:
         tracked.open_stay(sighting.x, sighting.y, sighting.z, sighting.timestamp)
         tracked.changed = True
         self.moves += 1
+
+    def _back_from_small_move(self, tracked: _Tracked, sighting: Sighting) -> bool:
+        """The sighting is back at the stay before a small move (rule 2b): off the current
+        stay, within STAY_RADIUS of the previous one, the two closer than the entity radius."""
+        if len(tracked.stays) < 2:
+            return False
+        stay, previous = tracked.stays[-1], tracked.stays[-2]
+        return (
+            whereabouts.distance(stay, sighting.x, sighting.y) > whereabouts.STAY_RADIUS
+            and whereabouts.distance(previous, sighting.x, sighting.y) <= whereabouts.STAY_RADIUS
+            and whereabouts.distance(previous, stay.x, stay.y) <= self.radius
+        )
+
+    def _fold(self, tracked: _Tracked) -> None:
+        """The small move was two views of a thing that stayed: the current stay is folded
+        into the previous one (weighted mean, counts and span together), which is current
+        again."""
+        stay = tracked.stays.pop()
+        previous = tracked.stay
+        total = previous.count + stay.count
+        if total > 0:
+            previous.x = (previous.x * previous.count + stay.x * stay.count) / total
+            previous.y = (previous.y * previous.count + stay.y * stay.count) / total
+            previous.z = (previous.z * previous.count + stay.z * stay.count) / total
+        previous.count = total
+        previous.first_seen = min(previous.first_seen, stay.first_seen)
+        previous.last_seen = max(previous.last_seen, stay.last_seen)
+        previous.ended = None
+        tracked.touch(previous)
+        if stay.id in tracked.new_stays:
+            tracked.new_stays.discard(stay.id)
+        else:
+            tracked.changed_stays.discard(stay.id)
+            tracked.dropped_stays.add(stay.id)
+        tracked.changed = True
+        self.moves -= 1
 
     def _moved(self, sighting: Sighting, table: dict[str, _Tracked]) -> _Tracked | None:
         """The entity this far sighting shows moved (after a move or a split), or None: a
@@ -592,6 +633,9 @@ class EntityResolver:
             "create_position",
             [position_params(stays[i]) for t in tracked for i in sorted(t.new_stays)],
         )
+        change.run_each(
+            "delete_position", [{"id": i} for t in tracked for i in sorted(t.dropped_stays)]
+        )
         change.run_each("split_observed_in", list(self._splits) if tracked else [])
         change.run_each(
             "link_observed_in",
@@ -695,6 +739,7 @@ def _written(tracked: _Tracked) -> None:
     tracked.new_stays.clear()
     tracked.changed_stays.clear()
     tracked.taken_stays.clear()
+    tracked.dropped_stays.clear()
 
 
 def _vector(tracked: _Tracked) -> np.ndarray:

@@ -12,6 +12,10 @@ What a sighting of a known name does (EntityResolver applies these, in this orde
 2. **Small move.** Within entity_spatial_radius but beyond STAY_RADIUS it is the same entity;
    it opens a new stay when it comes REVISIT_GAP or more after the stay's last sighting (the
    robot came back and found it a few metres away), else it extends the stay (noise).
+   *Back* (2b): a sighting again within STAY_RADIUS of the stay before such a small move folds
+   the two stays into one (weighted mean, counts and span together): the thing stayed and was
+   seen from two places (a caption places a thing at the robot's pose; a patrol that sees it
+   from two poses in turn would otherwise open a stay per look).
 3. **Two alike objects.** Farther away, near the stay the entity has just left, when no look at
    that stay ever missed it: the thing may never have left. The sightings since the move were a
    second object of the same name: the current stay becomes a new entity (its sightings move
@@ -47,13 +51,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from emem_graph.models import EntityPosition
+from emem_graph.models import STAY_RADIUS, EntityPosition
+
+__all__ = ["STAY_RADIUS", "distance", "missed_at"]
 
 if TYPE_CHECKING:
     from emem_graph.storage.store import MemoryStore
 
-STAY_RADIUS = 1.5
-"""Metres: sightings this close to the current stay's mean belong to the stay."""
 REVISIT_GAP = 60.0
 """Seconds: a sighting within the entity radius but off the stay opens a new stay only this
 long after the stay's last sighting (earlier, it is the same look, with noise)."""
