@@ -192,3 +192,27 @@ def test_time_words_of_a_concept(concept: str, searched: str, before: bool) -> N
         assert question.at is None
     # A clock time later than now is yesterday's.
     assert history.parse_at_time("12:00", now) == 86_400.0 * 99 + 12 * HOUR
+
+
+@pytest.mark.parametrize("value", ["99:99", "25:00", "23:59:60", "1e308", "-1e308", "nan", ""])
+def test_an_impossible_at_time_is_one_clear_error(make_memory: Any, value: str) -> None:
+    from emem_graph.errors import InvalidInputError
+
+    mem, _ = moved_cup(make_memory)
+    with pytest.raises(InvalidInputError) as refused:
+        mem.locate("red cup", at_time=value)
+    assert "\n" not in str(refused.value) and "at_time" in str(refused.value)
+    answer = mem.dispatch_tool_call("locate", {"concept": "red cup", "at_time": value})
+    assert answer.startswith("Error:") and "\n" not in answer, answer
+
+
+@pytest.mark.parametrize(
+    "concept", ["red cup at 99:99", "red cup 99999999999999999999999 days ago", "red cup at 24:00"]
+)
+def test_words_that_only_look_like_a_time_are_searched_as_words(
+    make_memory: Any, concept: str
+) -> None:
+    mem, _ = moved_cup(make_memory)
+    assert history.asked(concept, T).at is None
+    x, y = location(mem.locate(concept))
+    assert math.dist((x, y), (12.0, 9.0)) <= 1.0

@@ -42,7 +42,8 @@ from emem_graph.retrieval.locate import (
     estimate_location,
     strong_hits,
 )
-from emem_graph.retrieval.timeparse import parse_time
+from emem_graph.retrieval.timeparse import TimeParseError, parse_time
+from emem_graph.validation import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 DAY = 86_400.0
 
@@ -108,27 +109,44 @@ class Asked:
 
 def parse_at_time(value: str | float, now: float) -> float:
     """A time argument (timeparse.parse_time's forms) or a clock time "10:00" / "10:00:30"
-    (UTC, the latest such time not after ``now``)."""
+    (UTC, the latest such time not after ``now``).
+
+    Raises:
+        TimeParseError: none of those forms, a clock time past 23:59:59, or a time outside
+            the years every tool can print (validation.MIN_TIMESTAMP..MAX_TIMESTAMP).
+    """
     if isinstance(value, str):
         match = _BARE_CLOCK.match(value.strip())
         if match:
             return _clock_time(match, now)
-    return parse_time(value, now, name="at_time")
+    return _printable(parse_time(value, now, name="at_time"), value)
+
+
+def _printable(at: float, given: object) -> float:
+    if not MIN_TIMESTAMP <= at <= MAX_TIMESTAMP:
+        raise TimeParseError(
+            f"at_time: {given!r} is outside the years 2 to 9998 (seconds {MIN_TIMESTAMP:.0f} "
+            f"to {MAX_TIMESTAMP:.0f})"
+        )
+    return at
 
 
 def asked(concept: str, now: float) -> Asked:
     """The time words of a locate concept ("where was the red cup at 10:00", "... before")."""
     at: float | None = None
     text = concept
+    # Words that only look like a time ("at 99:99", "1e30 days ago") are left in the concept.
     match = _CLOCK.search(text)
-    if match:
-        at = _clock_time(match, now)
-        text = text[: match.start()] + text[match.end() :]
-    else:
-        ago = _AGO.search(text)
-        if ago:
-            at = parse_time(ago.group(0), now)
+    ago = _AGO.search(text) if match is None else None
+    try:
+        if match:
+            at = _clock_time(match, now)
+            text = text[: match.start()] + text[match.end() :]
+        elif ago:
+            at = _printable(parse_time(ago.group(0), now, name="at_time"), ago.group(0))
             text = text[: ago.start()] + text[ago.end() :]
+    except TimeParseError:
+        at, text = None, concept
     before = bool(_BEFORE.search(text))
     if before:
         text = _BEFORE.sub(" ", text)
@@ -140,6 +158,10 @@ def asked(concept: str, now: float) -> Asked:
 
 def _clock_time(match: re.Match[str], now: float) -> float:
     hours, minutes, seconds = int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
+    if hours > 23 or minutes > 59 or seconds > 59:
+        raise TimeParseError(
+            f"at_time: {match.group(0).strip()!r} is not a clock time (00:00 to 23:59:59)"
+        )
     day = math.floor(now / DAY) * DAY
     at = day + hours * 3600.0 + minutes * 60.0 + seconds
     return at - DAY if at > now else at
