@@ -216,3 +216,13 @@ def test_words_that_only_look_like_a_time_are_searched_as_words(
     assert history.asked(concept, T).at is None
     x, y = location(mem.locate(concept))
     assert math.dist((x, y), (12.0, 9.0)) <= 1.0
+
+
+def test_the_spatial_tools_do_not_take_the_old_place_for_an_instance(make_memory: Any) -> None:
+    """route_query and directional_query list the distinct instances of a thing: the texts on
+    the kitchen table from before the cup was carried away are not a second cup."""
+    mem, cup = moved_cup(make_memory)
+    found = mem.places.candidates("red cup")
+    assert found and found[0].record.id == cup
+    positions = [(c.record.x, c.record.y) for c in found]
+    assert not any(math.dist(p, (1.0, 1.0)) <= 1.5 for p in positions), positions

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from emem_graph.consolidation import reads
 from emem_graph.errors import InvalidInputError
 from emem_graph.gate import while_open
 from emem_graph.retrieval.dispatch import tool_method
@@ -205,7 +206,12 @@ class SpatialTools:
     @while_open
     def candidates(self, target: str) -> list[Candidate]:
         """The distinct instances of ``target`` in memory, entities first (resolve.py)."""
-        return find_candidates(self._search, target, self._config.entity_spatial_radius)
+        return find_candidates(
+            self._search,
+            target,
+            self._config.entity_spatial_radius,
+            lambda ids: reads.positions_of(self._store, ids),
+        )
 
     @while_open
     def route_candidates(

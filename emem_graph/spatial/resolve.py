@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from emem_graph.errors import InvalidInputError
 from emem_graph.filters import VectorFilter
-from emem_graph.models import INTEROCEPTION, Entity, Gist, Observation
+from emem_graph.models import INTEROCEPTION, STAY_RADIUS, Entity, EntityPosition, Gist, Observation
+from emem_graph.retrieval.history import present_evidence
 from emem_graph.retrieval.locate import estimate_location
 from emem_graph.retrieval.search import HybridSearch, content_words, has_all_words
 
@@ -106,19 +108,31 @@ def resolve_place(search: HybridSearch, text: str) -> Point | None:
     return Point(estimate.x, estimate.y, estimate.z, label)
 
 
-def find_candidates(search: HybridSearch, target: str, merge_radius: float) -> list[Candidate]:
+def find_candidates(
+    search: HybridSearch,
+    target: str,
+    merge_radius: float,
+    stays: Callable[[list[str]], dict[str, list[EntityPosition]]] | None = None,
+) -> list[Candidate]:
     """The distinct instances of ``target`` in memory, best match first.
 
     Entities come first: the entities close in meaning to the target (within CANDIDATE_MARGIN
     of the best entity and KIND_MARGIN of the best record, at least MIN_SIMILARITY) or holding
     every content word of it. Then observations (a gist's centre is no instance's position),
     by the same rule among themselves; one within ``merge_radius`` of a candidate already
-    taken is a sighting of it and is dropped.
+    taken is a sighting of it and is dropped, and so is one of a place an entity among the
+    hits has left (``stays`` reads their stays: the cup carried to the sink is no instance on
+    the kitchen table any more; history.present_evidence).
     """
     vector = search.embed([target])[0]
     words = content_words(target)
     taken: list[Candidate] = []
     hit_lists = [search.dense(vector, CANDIDATE_POOL, where) for where in (_ENTITIES, _PERCEPTION)]
+    if stays is not None:
+        entity_ids = [r.id for r, _ in hit_lists[0] if isinstance(r, Entity)]
+        for history_of in stays(entity_ids).values():
+            if len(history_of) > 1:
+                hit_lists[1] = present_evidence(hit_lists[1], history_of, 2 * STAY_RADIUS)
     overall = max((s for hits in hit_lists for _, s in hits), default=0.0)
     for hits in hit_lists:
         for record, similarity in _relevant(hits, words, overall - KIND_MARGIN):
