@@ -26,6 +26,7 @@ import pyarrow as pa
 from emem_graph.errors import (
     DamagedMemoryError,
     DatabaseLockedError,
+    EmemGraphError,
     SchemaVersionError,
     StorageError,
 )
@@ -91,6 +92,18 @@ def _schema_statements() -> list[str]:
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
 
+ENGINE_ERRORS: tuple[type[Exception], ...] = (
+    RuntimeError,
+    IndexError,
+    KeyError,
+    ValueError,
+    OverflowError,
+)
+"""What Kuzu's C++ exceptions arrive as in Python: its own errors are RuntimeError, and
+pybind11 turns a standard library exception into IndexError (std::out_of_range, as
+"unordered_map::at" from a flipped catalog byte), ValueError (std::invalid_argument) or
+OverflowError. Every one of them from the engine is a storage failure, never a raw error."""
+
 STATEMENT_GRACE_S = 0.25
 """A developer statement's caller gets QueryTimeoutError this long after its timeout at the
 latest: Kuzu's own timeout usually stops it first; the watchdog covers binding, which Kuzu's
@@ -133,12 +146,12 @@ class GraphTransaction:
             warnings.simplefilter("ignore", DeprecationWarning)
             try:
                 statement = self._connection.prepare(read_cypher("queries", name))
-            except RuntimeError as exc:
+            except ENGINE_ERRORS as exc:
                 raise StorageError(f"graph query {name} failed to prepare: {exc}") from exc
             for row in rows:
                 try:
                     result = self._connection.execute(statement, row)
-                except RuntimeError as exc:
+                except ENGINE_ERRORS as exc:
                     raise StorageError(f"graph query {name} failed: {exc}") from exc
                 for each in result if isinstance(result, list) else [result]:
                     each.close()
@@ -192,7 +205,7 @@ class GraphDB:
             )
         except BaseException as exc:
             self._release()
-            if not isinstance(exc, RuntimeError):
+            if isinstance(exc, EmemGraphError) or not isinstance(exc, ENGINE_ERRORS):
                 raise
             if "Could not set lock" in str(exc):
                 # Kuzu: one read-write process and nobody else, or any number of read-only ones.
@@ -319,7 +332,7 @@ class GraphDB:
         columns also when it has no row (bulk reads: export)."""
         try:
             result = self._reader().execute(read_cypher("queries", name), params or {})
-        except RuntimeError as exc:
+        except ENGINE_ERRORS as exc:
             raise StorageError(f"graph query {name} failed: {exc}") from exc
         results = result if isinstance(result, list) else [result]
         try:
@@ -472,7 +485,7 @@ class GraphDB:
                 raise
             try:
                 connection.execute("COMMIT")
-            except RuntimeError as exc:
+            except ENGINE_ERRORS as exc:
                 # Kuzu commits to its WAL, then checkpoints when the WAL is large; that waits
                 # for every open read transaction (a long query in another thread) and gives up
                 # after ~5 s with this error. The transaction is committed by then (measured:
@@ -510,7 +523,7 @@ class GraphDB:
     ) -> list[dict[str, Any]]:
         try:
             result = connection.execute(cypher, params or {})
-        except RuntimeError as exc:
+        except ENGINE_ERRORS as exc:
             raise StorageError(f"graph query failed: {exc}") from exc
         results = result if isinstance(result, list) else [result]
         last = results[-1]

@@ -457,3 +457,25 @@ def test_summary(summary: list[str]) -> None:
         f"damages), opened {opened} ({rebuilt} rebuilt the vectors, {reported} reported a WAL "
         f"loss), refused clearly {refused}, silent losses 0; {flips}"
     )
+
+
+@pytest.mark.parametrize(
+    "raised", [IndexError("unordered_map::at"), ValueError("bad"), KeyError(3)]
+)
+def test_any_engine_error_at_open_is_a_damaged_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, raised: Exception
+) -> None:
+    """pybind11 turns Kuzu's std::out_of_range into IndexError ("unordered_map::at", seen from a
+    flipped catalog byte in CI): every engine error at open is one DamagedMemoryError line."""
+    import kuzu
+
+    from emem_graph.errors import DamagedMemoryError
+    from emem_graph.storage.graph import GraphDB
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise raised
+
+    monkeypatch.setattr(kuzu, "Database", broken)
+    with pytest.raises(DamagedMemoryError) as refused:
+        GraphDB(tmp_path / "g.kuzu")
+    assert "\n" not in str(refused.value) and "restore" in str(refused.value)
