@@ -42,6 +42,7 @@ from emem_graph.retrieval.locate import (
     estimate_location,
     strong_hits,
 )
+from emem_graph.retrieval.search import record_time
 from emem_graph.retrieval.timeparse import TimeParseError, parse_time
 from emem_graph.validation import MAX_TIMESTAMP, MIN_TIMESTAMP
 
@@ -197,14 +198,6 @@ def subject(reader: StayReader, hits: Sequence[Hit]) -> tuple[Entity, list[Entit
     return None
 
 
-def _time_of(record: Observation | Gist | Entity) -> float:
-    if isinstance(record, Observation):
-        return record.timestamp
-    if isinstance(record, Gist):
-        return record.time_end
-    return record.last_seen
-
-
 def _near(record: Observation | Gist | Entity, stay: EntityPosition) -> bool:
     return distance(stay, record.x, record.y) <= CLUSTER_RADIUS
 
@@ -225,7 +218,7 @@ def present_evidence(hits: Sequence[Hit], stays: Sequence[EntityPosition], far: 
         (record, score)
         for record, score in hits
         if isinstance(record, Entity)
-        or _time_of(record) >= now_stay.first_seen
+        or record_time(record) >= now_stay.first_seen
         or _near(record, now_stay)
         or not any(_near(record, s) for s in left)
     ]
@@ -238,7 +231,7 @@ def evidence_of_stay(hits: Sequence[Hit], stay: EntityPosition) -> list[Hit]:
         (record, score)
         for record, score in hits
         if isinstance(record, Entity)
-        or (_near(record, stay) and stay.first_seen - 1.0 <= _time_of(record) <= end)
+        or (_near(record, stay) and stay.first_seen - 1.0 <= record_time(record) <= end)
     ]
 
 
@@ -460,7 +453,7 @@ def _at_stay(
 def _plain(hits: Sequence[Hit], at: float | None) -> Placed | None:
     """No thing with stays: the estimate of the hits (up to ``at`` when there are such)."""
     if at is not None:
-        earlier = [(r, s) for r, s in hits if _time_of(r) <= at]
+        earlier = [(r, s) for r, s in hits if record_time(r) <= at]
         if earlier:
             hits = earlier
     estimate = estimate_location(hits)
