@@ -145,9 +145,10 @@ def require_rosbags() -> None:
     """
     try:
         import rosbags  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - rosbags is in the dev extras
+    except ImportError as exc:  # pragma: no cover - rosbags is a dependency
         raise BackendUnavailableError(
-            "reading and writing bags needs rosbags: pip install 'emem-graph[bag]'"
+            "reading and writing bags needs rosbags (an emem-graph dependency): "
+            "pip install rosbags==0.11.9"
         ) from exc
 
 
