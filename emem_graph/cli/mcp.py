@@ -1,0 +1,103 @@
+"""The mcp command: serve a memory's tools to MCP clients (stdio or streamable HTTP)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from emem_graph.cli.common import make_embedder
+
+
+def add_mcp_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``mcp``."""
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve the memory's tools over the Model Context Protocol (stdio or HTTP)",
+        description="Serve the retrieval tools of the memory in DIR, with store_specific_memory "
+        "and start/end_episode unless --read-only, to an MCP client (an LLM agent, a desktop "
+        "assistant). Over stdio by default (the client starts this command); with --http "
+        "HOST:PORT over streamable HTTP at http://HOST:PORT/mcp. Stops when the client closes "
+        "stdin, or on SIGTERM / Ctrl-C, after flushing the memory.",
+    )
+    mcp.add_argument("directory", metavar="DIR", help="memory directory")
+    mcp.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve streamable HTTP on HOST:PORT (e.g. 127.0.0.1:8765; port 0 picks a free one) "
+        "instead of stdio",
+    )
+    mcp.add_argument(
+        "--read-only",
+        action="store_true",
+        help="offer only the tools that cannot write (no store_specific_memory, start_episode, "
+        "end_episode); a call to one is refused; DIR must hold a memory already",
+    )
+    mcp.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow --http on an address other than loopback (there is no authentication: "
+        "anyone who can reach it can use the memory)",
+    )
+    mcp.add_argument(
+        "--embedder",
+        default="all-MiniLM-L6-v2",
+        help="the memory's embedder: model name or path, or 'hashing' (for memories built with it)",
+    )
+    mcp.set_defaults(run=_cmd_mcp)
+
+
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from emem_graph.mcp_server import (
+        Endpoint,
+        build_server,
+        check_bind,
+        is_loopback,
+        open_socket,
+        parse_endpoint,
+        serve,
+    )
+
+    endpoint = parse_endpoint(args.http) if args.http else None
+    if endpoint is not None:
+        check_bind(endpoint.host, args.allow_remote)
+    if args.read_only:
+        from emem_graph.explore.readonly import graph_path_of
+
+        graph_path_of(args.directory)  # a read-only server of a new, empty memory is a typo
+    from emem_graph.memory import SpatioTemporalMemory
+
+    # The socket first: a busy port or a refused address fails before the memory is opened.
+    sock = open_socket(endpoint) if endpoint is not None else None
+    try:
+        memory = SpatioTemporalMemory(
+            db_path=args.directory, embedding_provider=make_embedder(args.embedder)
+        )
+    except BaseException:
+        if sock is not None:
+            sock.close()
+        raise
+    mode = "read-only" if args.read_only else "read-write"
+    try:
+        server = build_server(memory, read_only=args.read_only)
+        if sock is not None:
+            host, port = sock.getsockname()[:2]
+            where = Endpoint(host, port).url
+            if endpoint is not None and not is_loopback(endpoint.host):
+                print(
+                    f"emem-graph mcp: warning: serving {where} without authentication; anyone "
+                    "who can reach this address can use the memory",
+                    file=sys.stderr,
+                )
+            print(f"emem-graph mcp: serving {args.directory} ({mode}) at {where}", file=sys.stderr)
+            sys.stderr.flush()
+            serve(server, "http", sock=sock)
+        else:
+            print(f"emem-graph mcp: serving {args.directory} ({mode}) on stdio", file=sys.stderr)
+            sys.stderr.flush()
+            serve(server, "stdio")
+    finally:
+        if sock is not None:
+            sock.close()
+        memory.close()
+    print("emem-graph mcp: stopped; the memory is flushed and closed", file=sys.stderr)
+    return 0
