@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import threading
+import warnings
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -20,12 +22,52 @@ DEFAULT_DB_PATH: str = _DefaultDbPath("memory.db")
 _PositiveSeconds = Field(gt=0.0)
 
 
+class IgnoredSettingWarning(UserWarning):
+    """A configuration field of eMEM that has no effect in emem_graph was set (warned once per
+    field and process)."""
+
+
+EMEM_IGNORED_FIELDS: dict[str, str] = {
+    "hnsw_path": "eMEM's hnswlib index file; the vectors live in LanceDB inside db_path",
+    "hnsw_ef_construction": "an hnswlib build setting",
+    "hnsw_m": "an hnswlib graph setting",
+    "hnsw_ef_search": "an hnswlib search setting",
+    "hnsw_max_elements": "an hnswlib capacity; LanceDB has none",
+}
+"""Fields of eMEM's SpatioTemporalMemoryConfig accepted (so an eMEM or EmbodiedAgents config
+loads unchanged) but without effect here, each with the reason. Vector search is exact up to
+ann_index_min_rows rows, then an IVF_SQ index re-ranked exactly (see those fields)."""
+
+EMEM_RENAMED_FIELDS: dict[str, str] = {"entity_extract_chunk_size": "llm_extract_batch_size"}
+"""eMEM field -> the emem_graph field it sets (when that one is not given itself)."""
+
+_warned_ignored: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def _warn_ignored(fields: set[str]) -> None:
+    """One IgnoredSettingWarning naming the ignored eMEM fields not warned about before."""
+    with _warned_lock:
+        new = sorted(fields - _warned_ignored)
+        _warned_ignored.update(new)
+    if new:
+        reasons = "; ".join(f"{name}: {EMEM_IGNORED_FIELDS[name]}" for name in new)
+        warnings.warn(
+            f"MemoryConfig ignores eMEM's {', '.join(new)} (no effect in emem_graph: {reasons})",
+            IgnoredSettingWarning,
+            stacklevel=4,
+        )
+
+
 class MemoryConfig(BaseModel):
     """Configuration of a SpatioTemporalMemory.
 
-    Holds eMEM's fields with eMEM's defaults (so existing configs keep working) plus emem_graph's
-    own storage settings. Unknown fields, negative radii and zero sizes are rejected with a
-    ConfigError (a ValueError) naming the field.
+    Holds every field of eMEM's SpatioTemporalMemoryConfig (0.3.0 and its development line)
+    with eMEM's defaults, so existing configs keep working, plus emem_graph's own settings.
+    eMEM's hnswlib fields are accepted without effect (EMEM_IGNORED_FIELDS; setting one warns
+    once) and entity_extract_chunk_size sets llm_extract_batch_size. Fields of neither config,
+    negative radii and zero sizes are rejected with a ValueError naming the field (a
+    ConfigError through build()).
     """
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
@@ -52,6 +94,15 @@ class MemoryConfig(BaseModel):
     rrf_k: int = Field(60, gt=0)
     recency_weight: float = Field(0.0, ge=0.0, le=1.0)
     recency_halflife: float = Field(3600.0, gt=0.0)
+    entity_extract_chunk_size: int = Field(16, gt=0)
+    """eMEM's name of llm_extract_batch_size (texts per LLM entity-extraction request): setting
+    it sets that field, unless llm_extract_batch_size is given too (then the two must agree)."""
+    # --- eMEM fields without effect here (EMEM_IGNORED_FIELDS; setting one warns once) ------
+    hnsw_path: str = "memory_hnsw.bin"
+    hnsw_ef_construction: int = Field(200, gt=0)
+    hnsw_m: int = Field(16, gt=0)
+    hnsw_ef_search: int = Field(50, gt=0)
+    hnsw_max_elements: int = Field(100_000, gt=0)
     # --- EmbodiedAgents fields ----------------------------------------------------------------
     embedding_checkpoint: str = "all-MiniLM-L6-v2"
     auto_store: bool = True
@@ -124,8 +175,33 @@ class MemoryConfig(BaseModel):
     )
     """Largest box diagonal (metres) of an area at each level, growing; None: area_scale's."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _emem_names(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        unknown = sorted(str(key) for key in data if key not in cls.model_fields)
+        if unknown:
+            raise ValueError(
+                f"unknown field {', '.join(unknown)}: not a setting of emem_graph's MemoryConfig "
+                "nor of eMEM's SpatioTemporalMemoryConfig"
+            )
+        for emem_name, name in EMEM_RENAMED_FIELDS.items():
+            if emem_name in data and name not in data:
+                data = {**data, name: data[emem_name]}
+        return data
+
     @model_validator(mode="after")
     def _check_consistency(self) -> MemoryConfig:
+        given = self.model_fields_set
+        for emem_name, name in EMEM_RENAMED_FIELDS.items():
+            if {emem_name, name} <= given and getattr(self, emem_name) != getattr(self, name):
+                raise ValueError(
+                    f"{emem_name}={getattr(self, emem_name)!r} (eMEM's name of {name}) and "
+                    f"{name}={getattr(self, name)!r} disagree; give one of them"
+                )
+        if given & EMEM_IGNORED_FIELDS.keys():
+            _warn_ignored(given & EMEM_IGNORED_FIELDS.keys())
         if self.entity_text_similarity_threshold > 1.0:
             raise ValueError("entity_text_similarity_threshold must be <= 1")
         if not self.db_path:
@@ -145,7 +221,8 @@ def _describe(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors():
         where = ".".join(str(p) for p in error["loc"]) or "config"
-        parts.append(f"{where}: {error['msg']}")
+        message = error["msg"].removeprefix("Value error, ")
+        parts.append(f"{where}: {message}")
     return "invalid MemoryConfig: " + "; ".join(parts)
 
 
