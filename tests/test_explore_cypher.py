@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import csv
 import io
 import json
@@ -347,9 +348,76 @@ def test_query_list_shows_names_params_and_descriptions(capsys) -> None:
     assert lines[recall + 1].strip().startswith("Everything linked to the observations of an area")
     assert "episode_chain $id" in lines
     assert "node_counts" in lines
+    # The store's own queries (writes, export steps, plumbing) only with --all.
+    assert "create_entity" not in out and "export_observations" not in out
+    assert "index_observations" not in out
+    user_count = sum(1 for line in lines if line and not line.startswith((" ", "(")))
+    assert lines[-1] == f"({user_count} queries; --all also lists {156 - user_count} internal ones)"
+
+    code, out, _ = _cli(capsys, "query", "--list", "--all")
+    assert code == 0
+    lines = out.splitlines()
     assert "create_entity $id $name $entity_type $x $y $z $first_seen $last_seen " in out
     assert any(line.startswith("close_episode $id") and "[writes" in line for line in lines)
+    assert "export_observations" in lines and "recall $x $y $radius" in lines
     assert {query.name for query in list_named_queries()} >= {"recall", "episode_chain"}
+    assert all(not q.internal for q in list_named_queries(include_internal=False))
+    assert len(list_named_queries()) == 156
+
+
+def test_a_mistyped_command_gets_a_suggestion_and_every_command_a_description(capsys) -> None:
+    from emem_graph.cli import build_parser
+
+    def refused(*argv: str) -> str:
+        with pytest.raises(SystemExit) as exit_:
+            main(list(argv))
+        assert exit_.value.code == 2
+        return capsys.readouterr().err
+
+    assert "did you mean query?" in refused("qurey", "--list")
+    assert "did you mean" not in refused("xyzzy")
+    assert "did you mean table?" in refused("query", "DIR", "recall", "--format", "tabel")
+
+    def walk(parser):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield name, sub
+                    yield from walk(sub)
+
+    commands = dict(walk(build_parser()))
+    assert len(commands) >= 18
+    assert all(sub.description for sub in commands.values()), [
+        name for name, sub in commands.items() if not sub.description
+    ]
+
+
+def test_a_node_column_reads_as_one_column_per_property(built: Built, capsys) -> None:
+    code, out, _ = _cli(capsys, "cypher", str(built.directory), "MATCH (e:Entity) RETURN e LIMIT 2")
+    assert code == 0
+    header = out.splitlines()[0]
+    assert [cell.strip() for cell in header.split("|")][:2] == ["e.id", "e.name"]
+    assert '"_label"' not in out and "e.vector" not in out
+    code, out, _ = _cli(
+        capsys,
+        "cypher",
+        str(built.directory),
+        "MATCH (o:Observation)-[r]->(x) RETURN r, x LIMIT 3",
+    )
+    header = [cell.strip() for cell in out.splitlines()[0].split("|")]
+    assert header[0] == "r:label"  # a relationship names its type
+    # An untyped pattern's properties that are NULL in every row are left out.
+    rows = [[c.strip() for c in line.split("|")] for line in out.splitlines()[2:-1]]
+    assert rows and all(any(row[i] != "NULL" for row in rows) for i in range(len(header)))
+    code, out, _ = _cli(
+        capsys,
+        "cypher",
+        str(built.directory),
+        "MATCH (e:Entity) RETURN e LIMIT 1",
+        "--format",
+        "json",
+    )
+    assert '"_label": "Entity"' in out  # json keeps the node whole
 
 
 def test_query_recall_returns_what_is_linked_to_an_area(built: Built, capsys) -> None:

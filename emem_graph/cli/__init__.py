@@ -8,11 +8,13 @@ an error into one line and an exit status.
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import os
 import re
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from emem_graph.cli.areas import add_areas_commands
 from emem_graph.cli.cypher import add_cypher_commands
@@ -28,14 +30,34 @@ from emem_graph.errors import EmemGraphError
 from emem_graph.limits import check_cli_arguments
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a suggestion for a mistyped command (``qurey`` -> did you mean query?);
+    its subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        found = _INVALID_CHOICE.search(message)
+        if found:
+            choices = re.findall(r"'([^']*)'", found.group(2))
+            close = difflib.get_close_matches(found.group(1), choices, n=3, cutoff=0.6)
+            if close:
+                message += f"; did you mean {' or '.join(close)}?"
+        super().error(message)
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``emem-graph``."""
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = _Parser(
         prog="emem-graph", description="Spatio-temporal graph memory for robots."
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     parser.add_argument(
-        "-q", "--quiet", action="store_true", help="no progress bars (for scripts and logs)"
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bars (they are only drawn on a terminal anyway)",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     add_demo_commands(commands)
@@ -48,7 +70,21 @@ def build_parser() -> argparse.ArgumentParser:
     add_retrieval_commands(commands)
     add_moves_commands(commands)
     add_mcp_commands(commands)
+    _describe(parser)
     return parser
+
+
+def _describe(parser: argparse.ArgumentParser) -> None:
+    """Give every subcommand's ``--help`` a description line: its own, or the one-line help
+    the command list shows for it."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help for choice in action._choices_actions}
+            for name, sub in action.choices.items():
+                if not sub.description and helps.get(name):
+                    text = str(helps[name])
+                    sub.description = text[0].upper() + text[1:] + "."
+                _describe(sub)
 
 
 TIME_OPTIONS = ("--after", "--before")
@@ -74,6 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``emem-graph`` console script."""
     argv = _join_negative_times(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    # Progress bars only on a terminal: a log or a pipe gets the results, not bar redraws.
+    args.quiet = args.quiet or not sys.stderr.isatty()
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",

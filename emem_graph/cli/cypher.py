@@ -35,6 +35,11 @@ def add_cypher_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     query.add_argument(
         "--list", action="store_true", help="list the named queries with their parameters"
     )
+    query.add_argument(
+        "--all",
+        action="store_true",
+        help="with --list: also the store's internal queries (writes, export steps, plumbing)",
+    )
     _add_query_options(query)
     query.set_defaults(run=_cmd_query)
 
@@ -134,7 +139,11 @@ def _cmd_query(args: argparse.Namespace) -> int:
     )
 
     if args.list:
-        print(format_named_queries(list_named_queries()))
+        queries = list_named_queries(include_internal=args.all)
+        print(format_named_queries(queries))
+        if not args.all:
+            hidden = len(list_named_queries()) - len(queries)
+            print(f"({len(queries)} queries; --all also lists {hidden} internal ones)")
         return 0
     if args.directory is None or args.name is None:
         raise InvalidInputError("give the memory directory and a query name (or --list)")

@@ -63,8 +63,9 @@ __all__ = [
 OutputFormat = Literal["table", "json", "csv"]
 FORMATS: tuple[str, ...] = get_args(OutputFormat)
 TABLE_CELL_MAX = 60
-"""Table cells longer than this are cut (a node prints as all its properties); json and csv
-keep every value whole."""
+"""Table cells longer than this are cut; json and csv keep every value whole."""
+VECTOR_CELL = 16
+"""A list longer than this in a node or relationship is a vector: the table leaves it out."""
 
 _PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _PARAM_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -88,6 +89,35 @@ class NamedQuery:
     parameters: tuple[str, ...]
     cypher: str
     writes: bool
+
+    @property
+    def internal(self) -> bool:
+        """One of the store's own queries (a write, an export step, index or journal
+        plumbing): ``query --list`` shows them only with ``--all``."""
+        return (
+            self.writes
+            or self.name.startswith(INTERNAL_PREFIXES)
+            or any(part in self.name for part in INTERNAL_PARTS)
+            or self.name in INTERNAL_READS
+        )
+
+
+INTERNAL_PREFIXES = ("export_", "index_", "map_", "areas_", "stats_")
+"""Export steps, index loading, the map and stats commands' reads, the area forest's upkeep."""
+INTERNAL_PARTS = ("journal", "vector_node")
+INTERNAL_READS = frozenset(
+    {
+        "all_entities",
+        "all_positions",
+        "pending_consolidation_episodes",
+        "time_window_candidates",
+        "episode_last_observation_time",
+        "last_ended_episode",
+        "capability_counts",
+        "observation_time_span",
+    }
+)
+"""Reads the store makes for itself (loading indexes, scheduling consolidation)."""
 
 
 # --- opening ---------------------------------------------------------------------------------
@@ -229,10 +259,12 @@ KUZU_PATH_DEPTH = 30
 # --- named queries ---------------------------------------------------------------------------
 
 
-def list_named_queries() -> list[NamedQuery]:
-    """Every file of queries/, by name, with its parameters and description."""
+def list_named_queries(*, include_internal: bool = True) -> list[NamedQuery]:
+    """Every file of queries/, by name, with its parameters and description (without the
+    store's internal ones when ``include_internal`` is false)."""
     names = sorted(path.stem for path in resource_dir("queries").glob("*.cypher"))
-    return [_named(name, read_cypher("queries", name)) for name in names]
+    queries = [_named(name, read_cypher("queries", name)) for name in names]
+    return [query for query in queries if include_internal or not query.internal]
 
 
 def format_named_queries(queries: Sequence[NamedQuery]) -> str:
@@ -350,8 +382,8 @@ def format_result(result: CypherResult, output: str = "table") -> str:
 
 
 def _table(result: CypherResult) -> str:
-    header = list(result.columns)
-    cells = [[_cell(value) for value in row] for row in result.rows]
+    header, rows = _spread_graph_values(list(result.columns), [list(row) for row in result.rows])
+    cells = [[_cell(value) for value in row] for row in rows]
     widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(header)]
     lines = []
     if header:
@@ -367,6 +399,44 @@ def _table(result: CypherResult) -> str:
         footer += f"; more were left out at the limit of {count} rows"
     lines.append(footer + ")")
     return "\n".join(lines)
+
+
+def _spread_graph_values(
+    header: list[str], rows: list[list[Any]]
+) -> tuple[list[str], list[list[Any]]]:
+    """A column of nodes or relationships (Kuzu returns them as dicts with ``_label``) becomes
+    one column per property, ``e.name``, ``e.x``..., in the order the properties come; its
+    label gets a column of its own for relationships and when it differs between rows.
+    Vectors (lists of more than VECTOR_CELL numbers) and properties NULL in every row (Kuzu
+    gives an untyped pattern's value every table's properties) are left out; ``--format
+    json`` keeps everything."""
+    if not rows:
+        return header, rows
+    spread_header: list[str] = []
+    columns: list[list[Any]] = []
+    for index, name in enumerate(header):
+        values = [row[index] for row in rows]
+        present = [value for value in values if value is not None]
+        if not present or not all(isinstance(v, dict) and "_label" in v for v in present):
+            spread_header.append(name)
+            columns.append(values)
+            continue
+        relationship = any("_src" in value for value in present)
+        if relationship or len({value["_label"] for value in present}) > 1:
+            spread_header.append(f"{name}:label")
+            columns.append([None if v is None else v["_label"] for v in values])
+        keys: dict[str, None] = {}
+        for value in present:
+            keys.update((key, None) for key in value if not key.startswith("_"))
+        for key in keys:
+            column = [None if v is None else v.get(key) for v in values]
+            if all(c is None for c in column) or any(
+                isinstance(c, list) and len(c) > VECTOR_CELL for c in column
+            ):
+                continue  # a property of another table of an untyped pattern, or a vector
+            spread_header.append(f"{name}.{key}")
+            columns.append(column)
+    return spread_header, [list(cells) for cells in zip(*columns, strict=True)]
 
 
 def _cell(value: Any) -> str:
