@@ -147,12 +147,17 @@ def episode_chain(store: MemoryStore, episode_id: str) -> EpisodeChain:
 
 
 def episode_span(store: MemoryStore, episode_id: str) -> EpisodeSpan | None:
-    """Observation count and first/last time of an episode, or None when it has none."""
-    rows = store.graph.query("episode_span", {"id": episode_id})
-    if not rows or not rows[0]["n"]:
-        return None
-    row = rows[0]
-    return EpisodeSpan(count=int(row["n"]), first=float(row["t_first"]), last=float(row["t_last"]))
+    """Observation count and first/last time of an episode, or None when it has none (kept
+    until the graph's next write: MemoryStore.cached_read)."""
+
+    def read() -> EpisodeSpan | None:
+        rows = store.graph.query("episode_span", {"id": episode_id})
+        if not rows or not rows[0]["n"]:
+            return None
+        row = rows[0]
+        return EpisodeSpan(int(row["n"]), float(row["t_first"]), float(row["t_last"]))
+
+    return store.cached_read(("episode_span", episode_id), read)
 
 
 def entity_timeline(store: MemoryStore, entity_id: str, limit: int = 20) -> list[Sighting]:
@@ -269,12 +274,16 @@ def gists_in_window(
 
 
 def recent_episodes(store: MemoryStore, *, name: str | None, limit: int) -> list[Episode]:
-    """Episodes newest first; with ``name``, those whose name contains it (any case)."""
-    rows = store.graph.query(
-        "recent_episodes",
-        {"name": None if name is None else name.lower(), "limit": int(limit)},
-    )
-    return [records.episode(row["e"]) for row in rows]
+    """Episodes newest first; with ``name``, those whose name contains it (any case); kept
+    until the graph's next write (MemoryStore.cached_read), returned as copies."""
+    needle = None if name is None else name.lower()
+
+    def read() -> tuple[Episode, ...]:
+        rows = store.graph.query("recent_episodes", {"name": needle, "limit": int(limit)})
+        return tuple(records.episode(row["e"]) for row in rows)
+
+    kept = store.cached_read(("recent_episodes", needle, int(limit)), read)
+    return [episode.model_copy(deep=True) for episode in kept]
 
 
 def find_entities(
@@ -320,18 +329,12 @@ def records_by_id(
 
 
 def gists_by_id(store: MemoryStore, ids: Sequence[str]) -> list[Gist]:
-    """Gists by id, in the order given (unknown ids skipped)."""
-    return _by_id(store, "Gist", "get_gists", "gist", ids)
+    """Gists by id, in the order given (unknown ids skipped; kept by the store until the
+    graph's next write)."""
+    return store.get_gists(ids)
 
 
 def entities_by_id(store: MemoryStore, ids: Sequence[str]) -> list[Entity]:
     """Entities by id, in the order given (unknown ids skipped; the in-process index)."""
     found = store.entities.get(ids)
     return [found[i] for i in ids if i in found]
-
-
-def _by_id(store: MemoryStore, table: str, many_query: str, kind: str, ids: Sequence[str]) -> Any:
-    if not ids:
-        return []
-    nodes = records.nodes_by_id(store.graph.nodes_by_id(table, ids, many_query), kind)
-    return [nodes[i] for i in ids if i in nodes]

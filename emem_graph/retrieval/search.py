@@ -188,14 +188,19 @@ class HybridSearch:
         depth = max(3 * n, 30)
         query_terms = terms(query) if self._config.use_hybrid_retrieval else []
         # The keyword search runs beside the dense one (LanceDB releases the GIL): one query's
-        # latency is the slower of the two, not their sum.
+        # latency is the slower of the two, not their sum. Over gists and entities alone both
+        # sides are in process and short: a thread would only add its handoff.
+        beside = where.kinds is None or "observation" in where.kinds
         pending = (
             self._pool().submit(self._store.keyword_hits, query_terms, depth, where)
-            if query_terms
+            if query_terms and beside
             else None
         )
         dense = self._store.vector_hits(vector, depth, where)
-        keyword = pending.result() if pending is not None else []
+        if pending is not None:
+            keyword = pending.result()
+        else:
+            keyword = self._store.keyword_hits(query_terms, depth, where) if query_terms else []
         similarity = {hit.id: hit.score for hit in dense}
         kinds = {hit.id: hit.kind for hit in dense}
         kinds.update({hit.id: hit.kind for hit in keyword})

@@ -231,6 +231,15 @@ class GraphDB:
         self._columns: dict[str, list[str]] = {}
         self._writer = None if read_only else self._new_connection()
         self._closed = False
+        self._generation = 0
+
+    @property
+    def generation(self) -> int:
+        """A number that changes after every write transaction of this object (committed or
+        not): a read made at one generation holds until it changes, so callers may keep what
+        they read for as long as it is the same. Only this object writes the file (one
+        read-write process per database, one Database per path in it: see the class)."""
+        return self._generation
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -474,26 +483,32 @@ class GraphDB:
             raise StorageError("the graph is open read-only")
         connection = self._writer_connection()
         with self._write_lock:
-            connection.execute("BEGIN TRANSACTION")
             try:
-                yield GraphTransaction(self, connection)
-            except BaseException:
-                # Kuzu rolls a transaction back by itself when a statement fails; ROLLBACK then
-                # finds none, and its error must not replace the original one.
-                with contextlib.suppress(RuntimeError):
-                    connection.execute("ROLLBACK")
-                raise
-            try:
-                connection.execute("COMMIT")
-            except ENGINE_ERRORS as exc:
-                # Kuzu commits to its WAL, then checkpoints when the WAL is large; that waits
-                # for every open read transaction (a long query in another thread) and gives up
-                # after ~5 s with this error. The transaction is committed by then (measured:
-                # its rows are there, the next write works, a later commit checkpoints), so
-                # it must not be reported as a failed write: a retry would write it twice.
-                if CHECKPOINT_DEFERRED not in str(exc):
+                connection.execute("BEGIN TRANSACTION")
+                try:
+                    yield GraphTransaction(self, connection)
+                except BaseException:
+                    # Kuzu rolls a transaction back by itself when a statement fails; ROLLBACK
+                    # then finds none, and its error must not replace the original one.
+                    with contextlib.suppress(RuntimeError):
+                        connection.execute("ROLLBACK")
                     raise
-                log.info("graph write committed; its checkpoint waits for a later commit")
+                try:
+                    connection.execute("COMMIT")
+                except ENGINE_ERRORS as exc:
+                    # Kuzu commits to its WAL, then checkpoints when the WAL is large; that
+                    # waits for every open read transaction (a long query in another thread)
+                    # and gives up after ~5 s with this error. The transaction is committed by
+                    # then (measured: its rows are there, the next write works, a later commit
+                    # checkpoints), so it must not be reported as a failed write: a retry would
+                    # write it twice.
+                    if CHECKPOINT_DEFERRED not in str(exc):
+                        raise
+                    log.info("graph write committed; its checkpoint waits for a later commit")
+            finally:
+                # After the commit is visible: a reader that took the old number before it
+                # may keep a newer read under that number, never an older one under the new.
+                self._generation += 1
 
     # --- internals -----------------------------------------------------------------------------
 

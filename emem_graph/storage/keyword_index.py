@@ -208,6 +208,9 @@ class KeywordIndex:
             return length
 
 
+_NO_POSTINGS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+
+
 @dataclass(frozen=True)
 class Matches:
     """The rows of one index holding at least one query term, in row order: their BM25 scores
@@ -218,9 +221,17 @@ class Matches:
     coverage: np.ndarray
 
 
-def bm25(indexes: Sequence[KeywordIndex], query_terms: Sequence[str]) -> list[Matches]:
+def bm25(
+    indexes: Sequence[KeywordIndex],
+    query_terms: Sequence[str],
+    scored: Sequence[bool] | None = None,
+) -> list[Matches]:
     """Okapi BM25 of ``query_terms`` over several indexes scored as one collection (document
-    frequencies and the average length taken over all of them), per index."""
+    frequencies and the average length taken over all of them), per index. An index whose
+    ``scored`` entry is False still counts in the collection's statistics, but its matches
+    are not scored (no rows come back for it): the others' scores are the same either way."""
+    if scored is None:
+        scored = [True] * len(indexes)
     unique = list(dict.fromkeys(query_terms))
     docs = sum(index.docs for index in indexes)
     empty = Matches(
@@ -229,11 +240,20 @@ def bm25(indexes: Sequence[KeywordIndex], query_terms: Sequence[str]) -> list[Ma
     if not unique or docs == 0:
         return [empty for _ in indexes]
     average = max(sum(index.total_length for index in indexes) / docs, 1.0)
-    postings = [[index.postings(term) for term in unique] for index in indexes]
+    postings = [
+        [index.postings(term) if wanted else _NO_POSTINGS for term in unique]
+        for index, wanted in zip(indexes, scored, strict=True)
+    ]
+    frequencies = [
+        [0 if wanted else index.document_frequency(term) for term in unique]
+        for index, wanted in zip(indexes, scored, strict=True)
+    ]
     parts: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in indexes]
     total_idf = 0.0
     for t in range(len(unique)):
-        frequency = sum(int(p[t][0].shape[0]) for p in postings)
+        frequency = sum(
+            int(p[t][0].shape[0]) + f[t] for p, f in zip(postings, frequencies, strict=True)
+        )
         idf = math.log(1.0 + (docs - frequency + 0.5) / (frequency + 0.5))
         total_idf += idf  # a term no text holds still counts in the coverage's whole
         for i, index in enumerate(indexes):

@@ -17,11 +17,11 @@ import json
 import logging
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -107,6 +107,7 @@ class MemoryStore:
             self.graph.close()
             raise
         self.read_only = read_only
+        self._reads = GraphReads(self.graph)
         self._sketch_loaded = threading.Event()
         self._closing = threading.Event()
         self._sketch_loader: threading.Thread | None = None
@@ -333,6 +334,11 @@ class MemoryStore:
         found = self._get_many("gist", [gist_id])
         return found[0] if found else None  # type: ignore[return-value]
 
+    def get_gists(self, ids: Sequence[str]) -> list[Gist]:
+        """Gists by id, in the order given; unknown ids are skipped."""
+        found = self._fetch("gist", list(dict.fromkeys(ids)))
+        return [found[i] for i in ids if i in found]
+
     def get_entity(self, entity_id: str) -> Entity | None:
         """One entity by id, or None."""
         found = self._get_many("entity", [entity_id])
@@ -440,6 +446,10 @@ class MemoryStore:
         holding at least ``sketch_min_rows`` rows is searched in process (the observations'
         vector sketch and the vector store's copy of the gist and entity rows), any other
         search by LanceDB."""
+        if where is not None and where.kinds is not None and "observation" not in where.kinds:
+            # Gists and entities only: the vector store's in-process copy of their rows, exact
+            # (LanceDB's search skipping every observation cost 8-9 ms at 100k rows).
+            return self.vectors.search_others(vector, n, where)
         matching = self.matching_rows(where)
         if (
             where is not None
@@ -513,7 +523,10 @@ class MemoryStore:
         if n < 1 or not query_terms:
             return []
         others, listed = self.vectors.keyword_others()
-        observed, other = bm25([self.index.keywords(), others], query_terms)
+        # Observations still count in the collection's statistics when the filter leaves
+        # them out (search_gists), but their matches are not scored.
+        wanted = where is None or where.kinds is None or "observation" in where.kinds
+        observed, other = bm25([self.index.keywords(), others], query_terms, (wanted, True))
         hits: list[KeywordHit] = []
         if observed.rows.shape[0]:
             keep = np.flatnonzero(self.index.admitted(observed.rows, where))
@@ -527,8 +540,11 @@ class MemoryStore:
                 )
                 for at in best.tolist()
             ]
+        kinds = None if where is None else where.kinds
         for at, row in enumerate(other.rows.tolist()):
             found = listed[row]
+            if kinds is not None and found.kind not in kinds:
+                continue
             if where is None or where.admits_row(found):
                 hits.append(
                     KeywordHit(
@@ -723,8 +739,21 @@ class MemoryStore:
             return {}
         if kind == "entity":
             return self.entities.get(ids)
+        if kind == "gist":
+            # Gists are few and change only with a write: kept until the graph's next one
+            # (a graph round trip per search_gists call was most of its time).
+            return self._reads.gists(ids, self._fetch_nodes)
+        return self._fetch_nodes(kind, ids)
+
+    def _fetch_nodes(self, kind: str, ids: Sequence[str]) -> dict[str, Any]:
         rows = self.graph.nodes_by_id(_NODE_TABLE[kind], ids, _GET_QUERY[kind])
         return nodes_by_id(rows, kind)
+
+    def cached_read(self, key: tuple[Any, ...], read: Callable[[], T]) -> T:
+        """``read()``'s result, kept until the graph's next write transaction: for reads of the
+        graph alone whose answer is small (an episode's span, the recent episodes). The result
+        is shared by later calls: callers must not change it."""
+        return self._reads.get(key, read)
 
     def _hydrate(
         self, hits: list[VectorHit]
@@ -736,6 +765,63 @@ class MemoryStore:
                 records.update(self._fetch(kind, ids))
         # A hit whose node is gone (deleted between the two stores) is dropped, not returned.
         return [(h, records[h.id]) for h in hits if h.id in records]
+
+
+T = TypeVar("T")
+
+GRAPH_READS_MAX = 4096
+"""Results GraphReads keeps at most between two writes (then it starts over)."""
+
+
+class GraphReads:
+    """Small graph reads kept until the graph's next write transaction (GraphDB.generation):
+    between two writes (two flushes or consolidations) the same question gets the same answer
+    without a round trip. Thread-safe; a read racing a write is kept under the generation
+    taken before it, so it is dropped at the write's end (GraphDB.write)."""
+
+    def __init__(self, graph: GraphDB) -> None:
+        self._graph = graph
+        self._lock = threading.Lock()
+        self._generation = -1
+        self._values: dict[tuple[Any, ...], Any] = {}
+        self._gists: dict[str, Gist] = {}
+
+    def _current(self) -> int:
+        """The graph's generation, with the kept results cleared when it moved (under _lock)."""
+        generation = self._graph.generation
+        if generation != self._generation or len(self._values) > GRAPH_READS_MAX:
+            self._values.clear()
+            self._gists.clear()
+            self._generation = generation
+        return generation
+
+    def get(self, key: tuple[Any, ...], read: Callable[[], T]) -> T:
+        with self._lock:
+            generation = self._current()
+            if key in self._values:
+                found: T = self._values[key]
+                return found
+        value = read()
+        with self._lock:
+            if self._current() == generation:
+                self._values[key] = value
+        return value
+
+    def gists(
+        self, ids: Sequence[str], fetch: Callable[[str, Sequence[str]], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """Gists by id (unknown ids left out): kept ones as copies, the others fetched."""
+        with self._lock:
+            generation = self._current()
+            found = {i: self._gists[i].model_copy() for i in ids if i in self._gists}
+        missing = [i for i in ids if i not in found]
+        if missing:
+            fetched = fetch("gist", missing)
+            with self._lock:
+                if self._current() == generation and len(self._gists) < GRAPH_READS_MAX:
+                    self._gists.update({i: g.model_copy() for i, g in fetched.items()})
+            found.update(fetched)
+        return found
 
 
 def _best(scores: np.ndarray, n: int) -> np.ndarray:

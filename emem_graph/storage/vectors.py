@@ -210,8 +210,8 @@ class VectorStore:
         self._listeners: list[Listener] = []
         self._others_lock = threading.Lock()
         self._others = others
-        self._others_columns: tuple[list[VectorRow], np.ndarray, np.ndarray] | None = None
-        """The rows of _others with their x and y as arrays, rebuilt after a change."""
+        self._others_columns: _OtherColumns | None = None
+        """The rows of _others with their columns as arrays, rebuilt after a change."""
         self._others_keywords: tuple[KeywordIndex, list[VectorRow]] | None = None
         """A keyword index of the texts of _others (sorted by id), rebuilt after a change."""
         self._fts_rebuild: threading.Thread | None = None
@@ -541,30 +541,29 @@ class VectorStore:
         query = self._check_vector(vector).astype(np.float32)
         with self._others_lock:
             if self._others_columns is None:
-                listed = list(self._others.values())
-                self._others_columns = (
-                    listed,
-                    np.array([row.x for row in listed], dtype=np.float64),
-                    np.array([row.y for row in listed], dtype=np.float64),
-                )
-            listed, xs, ys = self._others_columns
+                self._others_columns = _OtherColumns.of(list(self._others.values()))
+            columns = self._others_columns
+        listed = columns.rows
         near = np.ones(len(listed), dtype=bool)
+        if where.kinds is not None:
+            near &= np.isin(columns.kinds, list(where.kinds))
         if where.center is not None and where.radius is not None:
             # The circle as in_circle computes it, for every row at once (then the rest of
             # the filter row by row, on the few rows inside).
+            xs, ys = columns.xs, columns.ys
             cx, cy, r = float(where.center[0]), float(where.center[1]), float(where.radius)
-            near = (xs - cx) * (xs - cx) + (ys - cy) * (ys - cy) <= r * r
-        rows = [listed[at] for at in np.flatnonzero(near).tolist() if where.admits_row(listed[at])]
-        if not rows or n < 1:
+            near &= (xs - cx) * (xs - cx) + (ys - cy) * (ys - cy) <= r * r
+        chosen = [at for at in np.flatnonzero(near).tolist() if where.admits_row(listed[at])]
+        if not chosen or n < 1:
             return []
-        matrix = np.stack([row.vector for row in rows])
-        norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(query))
+        matrix = columns.matrix[chosen]
+        norms = columns.norms[chosen] * float(np.linalg.norm(query))
         with np.errstate(invalid="ignore", divide="ignore"):
             scores = (matrix @ query) / norms
         ranked = sorted(
             (
-                (float(score), row.id, row.kind)
-                for score, row in zip(scores.tolist(), rows, strict=True)
+                (float(score), listed[at].id, listed[at].kind)
+                for score, at in zip(scores.tolist(), chosen, strict=True)
                 if math.isfinite(score)
             ),
             key=lambda hit: (-hit[0], hit[1]),
@@ -912,6 +911,34 @@ class VectorStore:
                 "text": [r.text for r in rows],
             },
             schema=self._schema,
+        )
+
+
+@dataclass(frozen=True)
+class _OtherColumns:
+    """The gist and entity rows of a VectorStore with their columns as arrays (search_others):
+    kinds, x, y, the vectors stacked as float32 and their norms."""
+
+    rows: list[VectorRow]
+    kinds: np.ndarray
+    xs: np.ndarray
+    ys: np.ndarray
+    matrix: np.ndarray
+    norms: np.ndarray
+
+    @staticmethod
+    def of(rows: list[VectorRow]) -> _OtherColumns:
+        if rows:
+            matrix = np.stack([np.asarray(row.vector, dtype=np.float32) for row in rows])
+        else:
+            matrix = np.zeros((0, 0), dtype=np.float32)
+        return _OtherColumns(
+            rows=rows,
+            kinds=np.array([row.kind for row in rows], dtype=object),
+            xs=np.array([row.x for row in rows], dtype=np.float64),
+            ys=np.array([row.y for row in rows], dtype=np.float64),
+            matrix=matrix,
+            norms=np.linalg.norm(matrix, axis=1) if rows else np.zeros(0, dtype=np.float32),
         )
 
 
