@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from emem_graph.cli.common import make_embedder
@@ -88,11 +89,17 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
                     "who can reach this address can use the memory",
                     file=sys.stderr,
                 )
-            print(f"emem-graph mcp: serving {args.directory} ({mode}) at {where}", file=sys.stderr)
+            print(
+                f"emem-graph mcp: serving {args.directory} ({mode}) at {where}, pid {os.getpid()}",
+                file=sys.stderr,
+            )
             sys.stderr.flush()
             serve(server, "http", sock=sock)
         else:
-            print(f"emem-graph mcp: serving {args.directory} ({mode}) on stdio", file=sys.stderr)
+            print(
+                f"emem-graph mcp: serving {args.directory} ({mode}) on stdio, pid {os.getpid()}",
+                file=sys.stderr,
+            )
             sys.stderr.flush()
             serve(server, "stdio")
     finally:
