@@ -14,6 +14,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import os
+import subprocess
 import sys
 import time
 import warnings
@@ -438,3 +440,22 @@ def test_component_lifecycle_with_embedding_and_model_clients(
         assert "The robot patrolled the kitchen" in gists
     finally:
         memory.close()
+
+
+def test_the_sitecustomize_recipe_aliases_emem_in_a_component_process(tmp_path: Path) -> None:
+    # A launcher running components in their own processes starts fresh interpreters: the
+    # documented recipe puts the alias line into a sitecustomize.py on PYTHONPATH.
+    (tmp_path / "sitecustomize.py").write_text(
+        "from emem_graph.compat import alias_emem\n\nalias_emem()\n"
+    )
+    probe = (
+        "import importlib.util; spec = importlib.util.find_spec('emem'); "
+        "from emem.tools import TOOL_SCHEMAS; print(spec.origin, len(TOOL_SCHEMAS))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=300,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["emem_graph.compat", "10"]
