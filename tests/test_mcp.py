@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
@@ -369,6 +370,51 @@ def test_allow_remote_binds_and_warns(memory_dir: Path) -> None:
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(STOP_S) == 0
+
+
+def test_a_loopback_http_server_refuses_foreign_host_and_origin_headers(memory_dir: Path) -> None:
+    """A web page the user visits cannot reach the memory through DNS rebinding."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"},
+        },
+    }
+    accept = {"Accept": "application/json, text/event-stream"}
+    with http_server(memory_dir) as (_process, url):
+        foreign_host = httpx.post(url, json=initialize, headers={**accept, "Host": "evil.example"})
+        foreign_origin = httpx.post(
+            url, json=initialize, headers={**accept, "Origin": "http://evil.example"}
+        )
+        local = httpx.post(url, json=initialize, headers=accept)
+    assert foreign_host.status_code == 421, foreign_host.text
+    assert foreign_origin.status_code == 403, foreign_origin.text
+    assert local.status_code == 200, local.text
+
+
+def test_a_busy_port_or_a_memory_in_use_is_one_error_line(memory_dir: Path, tmp_path: Path) -> None:
+    with http_server(memory_dir) as (_process, url):
+        port = url.rsplit(":", 1)[1].split("/")[0]
+        attempts = {
+            "busy port": [str(tmp_path / "other"), "--http", f"127.0.0.1:{port}"],
+            "memory in use": [str(memory_dir), "--http", "127.0.0.1:0"],
+        }
+        for what, arguments in attempts.items():
+            finished = subprocess.run(
+                [*COMMAND, "mcp", *arguments, "--embedder", "hashing"],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                env=ENV,
+                timeout=START_S,
+            )
+            assert finished.returncode == 2, (what, finished.stderr)
+            lines = finished.stderr.strip().splitlines()
+            assert len(lines) == 1 and lines[0].startswith("emem-graph: error:"), (what, lines)
 
 
 @pytest.mark.parametrize("address", ["127.0.0.1", "127.0.0.2", "localhost", "[::1]"])
