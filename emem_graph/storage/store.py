@@ -34,6 +34,7 @@ from emem_graph.ingest.embeddings import EmbeddingProvider
 from emem_graph.models import INTEROCEPTION, Entity, Episode, Gist, Observation, VectorHit
 from emem_graph.storage.changes import GraphChange
 from emem_graph.storage.entity_index import EntityIndex
+from emem_graph.storage.exact import ExactVectors
 from emem_graph.storage.graph import COPY_MIN_ROWS, GraphDB, GraphTransaction
 from emem_graph.storage.health import GraphMark, refuse_lost_graph
 from emem_graph.storage.keyword_index import KeywordHit, bm25, terms
@@ -116,6 +117,13 @@ class MemoryStore:
         sketched = config.area_sketch and not read_only
         if sketched:
             self.index.sketch = VectorSketch(embedder.dim)
+        # A small memory is searched exactly in process (storage/exact.py): LanceDB would scan
+        # its whole table at every search until it builds its ANN index.
+        self._exact: ExactVectors | None = None
+        self._exact_loaded = threading.Event()
+        if not read_only and len(self.index) <= config.exact_search_max_rows:
+            self._exact = ExactVectors(embedder.dim)
+        if sketched or self._exact is not None:
             self.vectors.listen(self._follow_vectors)
         if not read_only:
             self.reconcile()
@@ -129,7 +137,7 @@ class MemoryStore:
                 damaged=rebuilt,
                 marked=marked,
             )
-        if sketched:
+        if sketched or self._exact is not None:
             self._sketch_loader = threading.Thread(
                 target=self._load_sketch, name="emem-sketch", daemon=True
             )
@@ -441,15 +449,21 @@ class MemoryStore:
     def vector_hits(
         self, vector: np.ndarray, n: int, where: VectorFilter | None = None
     ) -> list[VectorHit]:
-        """The n nearest vector rows passing the prefilter (ids, kinds, similarities). An area
-        filter's row count is estimated from the in-process indexes (matching_rows); an area
-        holding at least ``sketch_min_rows`` rows is searched in process (the observations'
-        vector sketch and the vector store's copy of the gist and entity rows), any other
-        search by LanceDB."""
+        """The n nearest vector rows passing the prefilter (ids, kinds, similarities).
+
+        Searched exactly in process: over gists and entities alone (the vector store's copy
+        of their rows), and any search of a memory of at most ``exact_search_max_rows``
+        observations (ExactVectors, with that copy). Otherwise an area filter's row count is
+        estimated from the in-process indexes (matching_rows); an area holding at least
+        ``sketch_min_rows`` rows is searched in process (the observations' vector sketch and
+        the copy of the gist and entity rows), any other search by LanceDB."""
         if where is not None and where.kinds is not None and "observation" not in where.kinds:
             # Gists and entities only: the vector store's in-process copy of their rows, exact
             # (LanceDB's search skipping every observation cost 8-9 ms at 100k rows).
             return self.vectors.search_others(vector, n, where)
+        found = self._exact_hits(vector, n, where)
+        if found is not None:
+            return found
         matching = self.matching_rows(where)
         if (
             where is not None
@@ -481,6 +495,43 @@ class MemoryStore:
         if self.index.sketch is None:
             return False
         return self._sketch_loaded.wait(timeout)
+
+    @property
+    def exact_search(self) -> bool:
+        """Whether vector searches are answered exactly in process now (a memory of at most
+        ``exact_search_max_rows`` observations, once their vectors are loaded at open)."""
+        return self._exact is not None and self._exact_loaded.is_set()
+
+    def _exact_hits(
+        self, vector: np.ndarray, n: int, where: VectorFilter | None
+    ) -> list[VectorHit] | None:
+        """The search of vector_hits over every row in process, exact, or None when the
+        memory keeps no exact copy (grown past exact_search_max_rows, or still loading)."""
+        exact = self._exact
+        if exact is None or not self._exact_loaded.is_set():
+            return None
+        if len(self.index) > self.config.exact_search_max_rows:
+            self._exact = None  # grown past the limit: LanceDB's index from now on
+            return None
+        if n < 1:
+            return []
+        total = len(self.index)
+        scores = exact.scores(vector, total)
+        admitted = self.index.admitted(np.arange(total), where) & ~np.isnan(scores)
+        rows = np.flatnonzero(admitted)
+        best = rows[_best(scores[rows], n)]
+        hits = [
+            VectorHit(id=self.index.id_of(row), kind="observation", score=float(scores[row]))
+            for row in best.tolist()
+        ]
+        kinds = ("gist", "entity") if where is None or where.kinds is None else where.kinds
+        others = tuple(k for k in kinds if k != "observation")
+        if others:
+            hits += self.vectors.search_others(
+                vector, n, replace(where or VectorFilter(), kinds=others)
+            )
+        hits.sort(key=lambda hit: (-hit.score, hit.id))
+        return hits[:n]
 
     def _sketch_hits(
         self, vector: np.ndarray, n: int, where: VectorFilter
@@ -602,27 +653,42 @@ class MemoryStore:
     def _follow_vectors(
         self, rows: Sequence[VectorRow], stored: np.ndarray | None, deleted: Sequence[str]
     ) -> None:
-        """Keep the sketch with the observation vectors LanceDB holds (a VectorStore listener,
-        in the writer's thread): the stored values, as the loader at open reads them."""
-        sketch = self.index.sketch
-        if sketch is None:
+        """Keep the sketch and the exact copy with the observation vectors LanceDB holds (a
+        VectorStore listener, in the writer's thread): the stored values, as the loader at
+        open reads them. The exact copy is dropped once the memory has grown past
+        exact_search_max_rows."""
+        exact = self._exact
+        if exact is not None and len(self.index) > self.config.exact_search_max_rows:
+            self._exact = exact = None
+        copies = [c for c in (self.index.sketch, exact) if c is not None]
+        if not copies:
             return
         chosen = [at for at, r in enumerate(rows) if r.kind == "observation"]
         if chosen and stored is not None:
-            sketch.put(self.index.rows_of([rows[at].id for at in chosen]), stored[chosen])
+            placed = self.index.rows_of([rows[at].id for at in chosen])
+            for copy in copies:
+                copy.put(placed, stored[chosen])
         if deleted:
-            sketch.clear(self.index.rows_of(list(deleted)))
+            gone = self.index.rows_of(list(deleted))
+            for copy in copies:
+                copy.clear(gone)
 
     def _load_sketch(self) -> None:
         """Fill the sketch with the observation vectors LanceDB held at open (in the
         background: 4-5 s at 1M observations). Vectors the writer put meanwhile win."""
-        sketch = self.index.sketch
+        sketch, exact = self.index.sketch, self._exact
+        copies = [c for c in (sketch, exact) if c is not None]
         try:
-            if sketch is not None:
+            if copies:
                 with closing(self.vectors.scan_vectors("observation")) as batches:
                     for ids, vectors in batches:
                         if self._closing.is_set():
                             return
+                        if exact is not None and self._exact is None:
+                            copies.remove(exact)  # grown past the limit meanwhile
+                            exact = None
+                            if not copies:
+                                return
                         finite = np.isfinite(vectors).all(axis=1)
                         if not finite.all():
                             # Bytes damaged inside a data file (Lance keeps no checksums):
@@ -635,8 +701,13 @@ class MemoryStore:
                             )
                             ids = [i for i, ok in zip(ids, finite, strict=True) if ok]
                             vectors = vectors[finite]
-                        sketch.put(self.index.rows_of(ids), vectors, only_missing=True)
-                self._sketch_loaded.set()
+                        placed = self.index.rows_of(ids)
+                        for copy in copies:
+                            copy.put(placed, vectors, only_missing=True)
+                if sketch is not None:
+                    self._sketch_loaded.set()
+                if exact is not None:
+                    self._exact_loaded.set()
         except (StorageError, OSError, RuntimeError, ValueError) as exc:
             # Searches go on through LanceDB: slower in large areas, never wrong.
             log.warning("vector sketch not loaded, areas are searched by LanceDB: %s", exc)
