@@ -89,6 +89,22 @@ class ExactVectors:
                 out[:m] = np.where(self._held[:m], dots, np.nan)
         return out
 
+    def scores_of(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Cosine similarity of ``query`` to the vector of each of ``rows`` (index rows), NaN
+        for a row without one."""
+        rows = np.asarray(rows, dtype=np.int64)
+        unit = np.asarray(query, dtype=np.float32).reshape(-1)
+        norm = float(np.linalg.norm(unit))
+        if norm > 0:
+            unit = unit / norm
+        out = np.full(rows.size, np.nan, dtype=np.float32)
+        with self._lock:
+            inside = np.flatnonzero(rows < self._held.shape[0])
+            chosen = rows[inside]
+            dots = self._matrix[chosen] @ unit
+            out[inside] = np.where(self._held[chosen], dots, np.nan)
+        return out
+
     def __len__(self) -> int:
         """Rows holding a vector."""
         with self._lock:

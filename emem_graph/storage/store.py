@@ -496,6 +496,14 @@ class MemoryStore:
             return False
         return self._sketch_loaded.wait(timeout)
 
+    def dense_in_process(self, where: VectorFilter | None) -> bool:
+        """Whether vector_hits answers ``where`` in process without LanceDB (gists and
+        entities alone, or a small memory's exact search): nothing to overlap with another
+        search on a thread, whose handoff would only add to the call."""
+        if where is not None and where.kinds is not None and "observation" not in where.kinds:
+            return True
+        return self.exact_search and len(self.index) <= self.config.exact_search_max_rows
+
     @property
     def exact_search(self) -> bool:
         """Whether vector searches are answered exactly in process now (a memory of at most
@@ -516,13 +524,20 @@ class MemoryStore:
         if n < 1:
             return []
         total = len(self.index)
-        scores = exact.scores(vector, total)
-        admitted = self.index.admitted(np.arange(total), where) & ~np.isnan(scores)
-        rows = np.flatnonzero(admitted)
-        best = rows[_best(scores[rows], n)]
+        rows = np.flatnonzero(self.index.admitted(np.arange(total), where))
+        if rows.size * EXACT_GATHER_SHARE < total:
+            # A selective filter (an area, a time window): score the admitted rows only.
+            scores = exact.scores_of(vector, rows)
+        else:
+            scores = exact.scores(vector, total)[rows]
+        held = np.flatnonzero(~np.isnan(scores))
+        rows, scores = rows[held], scores[held]
+        best = _best(scores, n)
         hits = [
-            VectorHit(id=self.index.id_of(row), kind="observation", score=float(scores[row]))
-            for row in best.tolist()
+            VectorHit(
+                id=self.index.id_of(int(rows[at])), kind="observation", score=float(scores[at])
+            )
+            for at in best.tolist()
         ]
         kinds = ("gist", "entity") if where is None or where.kinds is None else where.kinds
         others = tuple(k for k in kinds if k != "observation")
@@ -839,6 +854,11 @@ class MemoryStore:
 
 
 T = TypeVar("T")
+
+EXACT_GATHER_SHARE = 4
+"""An exact search whose filter admits fewer than 1 / EXACT_GATHER_SHARE of the rows gathers
+and scores those rows only; a wider one scores every row in one product and picks (gathering
+copies the rows: slower than the product over all of them past about a quarter)."""
 
 GRAPH_READS_MAX = 4096
 """Results GraphReads keeps at most between two writes (then it starts over)."""
