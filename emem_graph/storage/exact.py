@@ -85,7 +85,7 @@ class ExactVectors:
         with self._lock:
             m = min(n_rows, self._held.shape[0])
             if m:
-                dots = self._matrix[:m] @ unit
+                dots = _product(self._matrix[:m], unit)
                 out[:m] = np.where(self._held[:m], dots, np.nan)
         return out
 
@@ -101,7 +101,7 @@ class ExactVectors:
         with self._lock:
             inside = np.flatnonzero(rows < self._held.shape[0])
             chosen = rows[inside]
-            dots = self._matrix[chosen] @ unit
+            dots = _product(self._matrix[chosen], unit)
             out[inside] = np.where(self._held[chosen], dots, np.nan)
         return out
 
@@ -128,3 +128,11 @@ class ExactVectors:
         gone = np.zeros(capacity, dtype=bool)
         gone[: self._gone.shape[0]] = self._gone
         self._matrix, self._held, self._gone = matrix, held, gone
+
+
+def _product(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """``matrix @ vector`` on the calling thread (NumPy's own loop, not BLAS): a BLAS
+    matrix-vector product wakes its threads, which on a busy 2-core machine took 8-12 ms for
+    5k-50k rows where one thread took 0.3-5 ms (measured side by side)."""
+    product: np.ndarray = np.einsum("ij,j->i", matrix, vector)
+    return product
