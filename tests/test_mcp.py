@@ -303,6 +303,39 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_answering(
     run(session)
 
 
+def test_oversized_and_deeply_nested_requests_leave_the_http_server_answering(
+    memory_dir: Path,
+) -> None:
+    nested = "[" * 100_000 + "]" * 100_000
+    body = (
+        '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", '
+        f'"params": {{"name": "locate", "arguments": {{"concept": {nested}}}}}}}'
+    )
+    with http_server(memory_dir) as (process, url):
+
+        async def session() -> None:
+            async with Client(url, timeout=START_S) as client:
+                huge = await client.call_tool(
+                    "locate", {"concept": "a" * 2_000_000}, raise_on_error=False
+                )
+                assert huge.is_error and "the limit is" in text_of(huge), text_of(huge)
+                deep = httpx.post(
+                    url,
+                    content=body,
+                    headers={
+                        "Content-Type": "application/json",
+                        "Accept": "application/json, text/event-stream",
+                    },
+                    timeout=START_S,
+                )
+                assert deep.status_code >= 400, deep.text
+                fine = await client.call_tool("locate", {"concept": "red cup"})
+                assert text_of(fine).startswith("Location:")
+
+        run(session)
+        assert process.poll() is None
+
+
 # --- read-only -----------------------------------------------------------------------------
 
 

@@ -80,31 +80,33 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     mode = "read-only" if args.read_only else "read-write"
     try:
         server = build_server(memory, read_only=args.read_only)
+        where = "on stdio"
         if sock is not None:
-            host, port = sock.getsockname()[:2]
-            where = Endpoint(host, port).url
+            where = "at " + Endpoint(*sock.getsockname()[:2]).url
             if endpoint is not None and not is_loopback(endpoint.host):
                 print(
-                    f"emem-graph mcp: warning: serving {where} without authentication; anyone "
-                    "who can reach this address can use the memory",
+                    f"emem-graph mcp: warning: serving {where[3:]} without authentication; "
+                    "anyone who can reach this address can use the memory",
                     file=sys.stderr,
                 )
+
+        def ready() -> None:
             print(
-                f"emem-graph mcp: serving {args.directory} ({mode}) at {where}, pid {os.getpid()}",
+                f"emem-graph mcp: serving {args.directory} ({mode}) {where}, pid {os.getpid()}",
                 file=sys.stderr,
+                flush=True,
             )
-            sys.stderr.flush()
-            serve(server, "http", sock=sock)
-        else:
-            print(
-                f"emem-graph mcp: serving {args.directory} ({mode}) on stdio, pid {os.getpid()}",
-                file=sys.stderr,
-            )
-            sys.stderr.flush()
-            serve(server, "stdio")
+
+        ended = serve(server, "stdio" if sock is None else "http", sock=sock, ready=ready)
     finally:
         if sock is not None:
             sock.close()
         memory.close()
     print("emem-graph mcp: stopped; the memory is flushed and closed", file=sys.stderr)
+    if not ended:
+        # A stdio server's reader is blocked on the client's open input and holds stdin's lock:
+        # the interpreter's exit would abort on it. Everything is closed; leave now.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
