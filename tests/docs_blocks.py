@@ -52,7 +52,7 @@ import tomllib
 ROOT = Path(__file__).resolve().parents[1]
 REGENERATE = "python tests/docs_blocks.py --write"
 MARKER = re.compile(r"<!--\s*docs-test:\s*(not run|output varies)\s*:\s*(.*?)\s*-->")
-FENCE = re.compile(r"^(`{3,})(\S*)\s*$")
+FENCE = re.compile(r"^( *)(`{3,})(\S*)\s*$")  # a fence may be indented (inside a list)
 KNOWN = {"console", "bash", "python", "text", "json", "cypher", "yaml"}
 
 
@@ -77,6 +77,7 @@ class Block:
     reason: str = ""
     output_of: Block | None = None  # a text block: the python block whose output it is
     output: Block | None = None  # a python block: its text output block
+    indent: str = ""  # of a fence inside a list
 
     @property
     def where(self) -> str:
@@ -94,13 +95,14 @@ def parse(path: Path, lines: list[str] | None = None) -> list[Block]:
         if not match:
             i += 1
             continue
-        fence, lang = match.group(1), match.group(2)
+        indent, fence, lang = match.groups()
         j = i + 1
-        while j < len(lines) and lines[j].rstrip() != fence:
+        while j < len(lines) and lines[j].strip() != fence:
             j += 1
         if j == len(lines):
             raise ValueError(f"{shown(path)}:{i + 1}: a code fence is never closed")
-        block = Block(path, lang, i, j, lines[i + 1 : j])
+        body = [line.removeprefix(indent) for line in lines[i + 1 : j]]
+        block = Block(path, lang, i, j, body, indent=indent)
         k = i - 1
         while k >= 0 and not lines[k].strip():
             k -= 1
@@ -187,14 +189,15 @@ _WORKER = textwrap.dedent(
         buffer, errors = io.StringIO(), io.StringIO()
         error = None
         try:
-            with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(errors):
-                if "argv" in request:  # an emem-graph command, run in this process
-                    from emem_graph.cli import main
+            if "argv" in request:  # an emem-graph command, run in this process
+                from emem_graph.cli import main
+                with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(errors):
                     try:
                         main(request["argv"])
                     except SystemExit:
                         pass
-                else:
+            else:  # a python block: its stderr stays a real file (subprocesses inherit it)
+                with contextlib.redirect_stdout(buffer):
                     exec(compile(request["code"], "<docs block>", "exec"), namespace)
         except BaseException:
             error = traceback.format_exc()
@@ -399,7 +402,9 @@ def write(path: Path, rewrites: dict[int, list[str]]) -> None:
     lines = path.read_text(encoding="utf-8").split("\n")
     for block in sorted(parse(path, lines), key=lambda b: b.start, reverse=True):
         if block.start in rewrites:
-            lines[block.start + 1 : block.end] = rewrites[block.start]
+            lines[block.start + 1 : block.end] = [
+                block.indent + line if line else line for line in rewrites[block.start]
+            ]
     path.write_text("\n".join(lines), encoding="utf-8")
 
 
@@ -472,7 +477,8 @@ def static_problems(block: Block) -> list[Problem]:
         )
     if block.marker == "not run" and not block.reason:
         bad("a block that is not run must say why")
-    if block.lang in {"console", "bash"}:
+    if block.lang in {"console", "bash"} and block.marker == "not run":
+        # (a block that runs is checked by running it: it may show a mistyped command)
         for argv in _emem_graph_commands(block):
             if (why := check_command(argv)) is not None:
                 bad(f"`emem-graph {shlex.join(argv)}` does not parse: {why}")
@@ -498,7 +504,11 @@ def static_problems(block: Block) -> list[Problem]:
                 root = node.module.split(".")[0]
                 if root not in {"emem_graph", "ros_bridge"}:
                     continue
-                module = importlib.import_module(node.module)
+                try:
+                    module = importlib.import_module(node.module)
+                except ImportError as exc:
+                    bad(f"cannot import {node.module}: {exc}")
+                    continue
                 for alias in node.names:
                     if not hasattr(module, alias.name):
                         bad(f"{node.module} has no {alias.name}")
@@ -522,11 +532,10 @@ def prose(path: Path) -> list[tuple[int, str]]:
     inside: set[int] = set()
     for block in parse(path, lines):
         inside.update(range(block.start, block.end + 1))
-    return [
-        (n + 1, re.sub(r"(`+)(?:(?!\1).)+\1", "", line))
-        for n, line in enumerate(lines)
-        if n not in inside
-    ]
+    text = "\n".join("" if n in inside else line for n, line in enumerate(lines))
+    # code spans (they may run over a line end; a forge links nothing inside them)
+    text = re.sub(r"(`+)(?:(?!\1)[^\n]|\n(?!\s*\n))+?\1", lambda m: "\n" * m[0].count("\n"), text)
+    return [(n + 1, line) for n, line in enumerate(text.split("\n")) if n not in inside]
 
 
 def anchors(path: Path) -> set[str]:
