@@ -122,6 +122,7 @@ def parse(path: Path, lines: list[str] | None = None) -> list[Block]:
 
 _NORMAL = [
     (re.compile(r"\b\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\dZ?"), "<datetime>"),
+    (re.compile(r"\b\d\d:\d\d:\d\d\b"), "<clock>"),
     (re.compile(r"\b[0-9a-f]{32}\b"), "<id>"),
     (re.compile(r"\b\d[\d,]*(\.\d+)? ?(B|KB|MB|GB|KiB|MiB|GiB)\b"), "<size>"),
     (re.compile(r"\b\d[\d,]*(\.\d+)? ?(messages|observations|obs)/s\b"), "<rate>"),
