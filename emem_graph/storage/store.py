@@ -28,7 +28,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from emem_graph.config import MemoryConfig
-from emem_graph.errors import StorageError
+from emem_graph.errors import (
+    DatabaseInUseError,
+    DatabaseLockedError,
+    InvalidInputError,
+    ReadOnlyMemoryError,
+    RecoveryNeededError,
+    StorageError,
+)
 from emem_graph.filters import VectorFilter
 from emem_graph.ingest.embeddings import EmbeddingProvider
 from emem_graph.models import INTEROCEPTION, Entity, Episode, Gist, Observation, VectorHit
@@ -70,7 +77,15 @@ class MemoryStore:
     Args:
         config: the memory's configuration (db_path is the memory's directory).
         embedder: used to re-embed nodes whose journal entry carries no vector.
-        read_only: open both stores for reading only (no reconciliation, no writes).
+        read_only: open both stores for reading only: the graph with the engine's read-only
+            mode, the vector table only read; nothing in the directory is created or changed
+            (no mark, no seal, no journal replay, no re-indexing); every write is refused.
+
+    Raises:
+        InvalidInputError: ``read_only`` and the directory holds no memory.
+        RecoveryNeededError: ``read_only`` and the memory needs a read-write open first
+            (see needs_recovery).
+        DatabaseLockedError: ``read_only`` and another process holds the memory read-write.
     """
 
     def __init__(
@@ -83,14 +98,28 @@ class MemoryStore:
                 f"db_path {self.root} is a file; emem_graph keeps a memory in a directory "
                 "(an eMEM SQLite file cannot be opened in place)"
             )
-        self.root.mkdir(parents=True, exist_ok=True)
+        if read_only and not (self.root / GRAPH_FILE).is_file():
+            raise InvalidInputError(
+                f"{self.root} holds no emem_graph memory (no {GRAPH_FILE} inside) and a "
+                "read-only open creates none; give the directory a memory was created in"
+            )
+        if not read_only:
+            self.root.mkdir(parents=True, exist_ok=True)
         self._embedder = embedder
         self._write_lock = threading.RLock()
         self._acknowledged: list[str] = []
         self._vector_backlog = False
+        self.read_only = read_only
         if not read_only:
             refuse_lost_graph(self.root, GRAPH_FILE, VECTOR_DIR)
-        self.graph = GraphDB(self.root / GRAPH_FILE, read_only=read_only)
+        try:
+            self.graph = GraphDB(self.root / GRAPH_FILE, read_only=read_only)
+        except DatabaseInUseError:  # open in this very process: its message says so
+            raise
+        except DatabaseLockedError as exc:
+            if not read_only:
+                raise
+            raise DatabaseLockedError.held_elsewhere(self.root) from exc
         self._pending = PendingVectors(self.root / PENDING_DIR)
         self._mark = GraphMark(self.root)
         try:
@@ -103,25 +132,29 @@ class MemoryStore:
             )
             self.entities = EntityIndex()
             self._load_entities()
+            if read_only and (reason := self.needs_recovery()) is not None:
+                raise RecoveryNeededError(
+                    f"the memory {self.root} {reason}, which a read-only open cannot do: "
+                    "open it read-write once (and close it), then read-only"
+                )
         except BaseException:
             self._mark.close()
             self.graph.close()
             raise
-        self.read_only = read_only
         self._reads = GraphReads(self.graph)
         self._sketch_loaded = threading.Event()
         self._closing = threading.Event()
         self._sketch_loader: threading.Thread | None = None
-        # Not for a read-only open (the command line's cypher, export, stats, map): it makes
-        # no searches worth loading the sketch for.
-        sketched = config.area_sketch and not read_only
+        # A read-only open keeps the same in-process copies (read from LanceDB, never
+        # written back): its searches answer exactly as a read-write open's.
+        sketched = config.area_sketch
         if sketched:
             self.index.sketch = VectorSketch(embedder.dim)
         # A small memory is searched exactly in process (storage/exact.py): LanceDB would scan
         # its whole table at every search until it builds its ANN index.
         self._exact: ExactVectors | None = None
         self._exact_loaded = threading.Event()
-        if not read_only and len(self.index) <= config.exact_search_max_rows:
+        if len(self.index) <= config.exact_search_max_rows:
             self._exact = ExactVectors(embedder.dim)
         if sketched or self._exact is not None:
             self.vectors.listen(self._follow_vectors)
@@ -176,6 +209,7 @@ class MemoryStore:
         Raises:
             StorageError: the graph transaction failed (nothing was written).
         """
+        self._refuse_writes("write_observations")
         if not observations:
             return
         rows = [observation_row(o) for o in observations]
@@ -210,6 +244,7 @@ class MemoryStore:
         Raises:
             StorageError: the graph cannot be written.
         """
+        self._refuse_writes("check_writable")
         with self._write_lock, self.graph.write() as tx:
             tx.run("clear_vector_journal", {"ids": []})
 
@@ -220,6 +255,7 @@ class MemoryStore:
         Raises:
             StorageError: the graph transaction failed (nothing was written).
         """
+        self._refuse_writes("apply")
         if change.empty:
             return
         with self._write_lock:
@@ -249,6 +285,7 @@ class MemoryStore:
     def create_episode(self, episode: Episode, *, follows: str | None, parent: str | None) -> None:
         """Create an episode with its FOLLOWS edge (to the episode that ended before it) and its
         SUBTASK_OF edge (to its parent), atomically."""
+        self._refuse_writes("create_episode")
         with self._write_lock, self.graph.write() as tx:
             tx.run(
                 "create_episode",
@@ -268,6 +305,7 @@ class MemoryStore:
 
     def close_episode(self, episode_id: str, end_time: float, status: str) -> None:
         """Mark an episode completed or interrupted at ``end_time``."""
+        self._refuse_writes("close_episode")
         with self._write_lock, self.graph.write() as tx:
             rows = tx.run(
                 "close_episode", {"id": episode_id, "end_time": end_time, "status": status}
@@ -281,6 +319,7 @@ class MemoryStore:
         Rows missing from LanceDB are added (with the journalled vector, or re-embedded from the
         graph's text), rows whose node is gone are deleted. Returns the number of entries redone.
         """
+        self._refuse_writes("reconcile")
         with self._write_lock:
             pending = self.graph.query("pending_vector_journal")
             if not pending:
@@ -320,6 +359,34 @@ class MemoryStore:
             self._vector_backlog = False
             log.info("reconciled %d vector entries (%d re-indexed)", len(pending), len(upserts))
             return len(pending)
+
+    def _refuse_writes(self, what: str) -> None:
+        """Refuse a write on a read-only store before anything is touched (the graph engine,
+        opened read-only, would refuse it too)."""
+        if self.read_only:
+            raise ReadOnlyMemoryError(
+                f"{what}: refused, the memory {self.root} is open read-only (nothing written)"
+            )
+
+    def needs_recovery(self) -> str | None:
+        """What a read-write open would have to repair or finish in this memory before it
+        answers, in words ("holds ..."), or None when nothing: episodes a stopped process left
+        active or waiting for their consolidation, unfinished vector writes in the journal,
+        nodes whose vector the table lacks."""
+        active = len(self.graph.query("active_episodes"))
+        if active:
+            return f"holds {active} episode(s) left active by a process that stopped"
+        waiting = len(self.graph.query("pending_consolidation_episodes"))
+        if waiting:
+            return f"holds {waiting} ended episode(s) whose consolidation never ran"
+        journalled = int(self.graph.query("count_vector_journal")[0]["n"])
+        if journalled:
+            return f"holds {journalled} unfinished vector write(s) to replay"
+        expected = sum(int(n) for n in self.graph.query("vector_node_counts")[0].values())
+        held = self.vectors.count()
+        if held < expected:
+            return f"has {held} of the {expected} vectors its nodes need (to re-index)"
+        return None
 
     # --- reads ---------------------------------------------------------------------------------
 
