@@ -911,7 +911,13 @@ class _StayReads:
         self._store = store
 
     def positions_of(self, entity_ids: Sequence[str]) -> dict[str, list[EntityPosition]]:
-        return reads.positions_of(self._store, entity_ids)
+        # A graph read kept until the graph's next write (entity_query, locate and recall ask
+        # for the same stays call after call: one Kuzu round trip each); copies go out.
+        ids = tuple(entity_ids)
+        kept = self._store.cached_read(
+            ("positions_of", ids), lambda: reads.positions_of(self._store, ids)
+        )
+        return {key: [stay.model_copy() for stay in stays] for key, stays in kept.items()}
 
     def landmark(self, x: float, y: float) -> str | None:
         return reads.landmark(self._store, x, y)
