@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -331,6 +332,7 @@ class PageResult:
     problems: list[Problem] = field(default_factory=list)
     # block start -> its new body, for the blocks whose output differs (--write writes them)
     rewrites: dict[int, list[str]] = field(default_factory=dict)
+    seconds: float = 0.0  # the page's run, wall clock
 
 
 def _compare(block: Block, expected: str, actual: str, result: PageResult, label: str) -> bool:
@@ -354,6 +356,7 @@ def _compare(block: Block, expected: str, actual: str, result: PageResult, label
 def run_page(path: Path, keep: Path | None = None) -> PageResult:
     """Run every runnable block of a page in a fresh directory; compare or collect outputs."""
     result = PageResult()
+    started = time.perf_counter()
     blocks = parse(path)
     runnable = [
         b for b in blocks if b.marker != "not run" and b.lang in {"console", "bash", "python"}
@@ -396,6 +399,7 @@ def run_page(path: Path, keep: Path | None = None) -> PageResult:
                         result.rewrites[block.start] = new_body
         finally:
             session.close()
+    result.seconds = time.perf_counter() - started
     return result
 
 
@@ -599,7 +603,7 @@ def main(argv: list[str] | None = None) -> int:
         for problem in problems:
             print(f"{problem.where}: {problem.what}")
         failed += len(problems)
-        print(f"{shown(path)}: {len(problems)} problem(s)", file=sys.stderr)
+        print(f"{shown(path)}: {len(problems)} problem(s), {result.seconds:.0f} s", file=sys.stderr)
     return 1 if failed else 0
 
 
