@@ -334,6 +334,31 @@ def test_a_memory_of_an_older_schema_is_refused_with_the_upgrade_to_do(
     assert fingerprint(memory_dir) == before
 
 
+def test_a_memory_with_vector_work_left_is_refused(
+    memory_dir: Path, open_memory: Callable[..., SpatioTemporalMemory]
+) -> None:
+    # A journal entry left by a writer whose LanceDB write failed or never ran.
+    graph = GraphDB(memory_dir / "graph.kuzu")
+    with graph.write() as tx:
+        tx.run_text("CREATE (:VectorSync {id: 'left', kind: 'observation', op: 'delete'})")
+    graph.close()
+    with pytest.raises(RecoveryNeededError, match="1 unfinished vector write"):
+        open_memory(memory_dir, read_only=True)
+    open_memory(memory_dir, read_only=False).close()  # replays it
+    assert open_memory(memory_dir, read_only=True).read_only
+
+
+def test_a_memory_missing_vectors_is_refused(
+    memory_dir: Path, open_memory: Callable[..., SpatioTemporalMemory]
+) -> None:
+    import lancedb
+
+    table = lancedb.connect(str(memory_dir / "vectors")).open_table("memory_vectors")
+    table.delete("kind = 'entity'")
+    with pytest.raises(RecoveryNeededError, match="vectors its nodes need"):
+        open_memory(memory_dir, read_only=True)
+
+
 def test_a_memory_missing_its_vector_table_is_refused(
     memory_dir: Path, open_memory: Callable[..., SpatioTemporalMemory]
 ) -> None:
