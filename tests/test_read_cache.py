@@ -209,3 +209,26 @@ def test_entity_stays_are_kept_until_the_next_write(
         assert mem.entity_query(name="cup") == second
     finally:
         mem.close()
+
+
+def test_current_context_reads_the_area_gists_again_after_a_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = SimClock(1000.0)
+    mem = _memory(tmp_path / "m", clock)
+    try:
+        mem.start_episode("kitchen round")
+        for i in range(4):
+            clock.advance(5)
+            mem.add("a red cup on the kitchen table", 1.0 + 0.1 * i, 2.0)
+        first = mem.get_current_context()
+        assert "Area summaries" not in first
+        calls = _Counting(monkeypatch, mem.store.graph)
+        assert mem.get_current_context() == first
+        assert "gists_around" not in calls.calls
+        mem.end_episode(consolidate=True, wait=True)  # writes a gist around the robot
+        after = mem.get_current_context()
+        assert "gists_around" in calls.calls
+        assert "Area summaries" in after
+    finally:
+        mem.close()
