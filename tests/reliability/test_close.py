@@ -39,6 +39,7 @@ EXEMPT: dict[str, dict[str, str]] = {
         "rejected_observations": "property: counts lines of rejected.jsonl, reads no store",
         "tools": "property: the tool set; each of its tools is gated",
         "config": "attribute",
+        "read_only": "attribute: how the memory was opened, reads no store",
         "embedder": "attribute",
         "llm_client": "attribute",
         "places": "attribute: the capability (its methods are checked below)",
