@@ -1,5 +1,6 @@
-"""GraphDB: the Kuzu property graph, the source of truth. The only module that loads kuzu
-(statement_runner.py names its types only).
+"""GraphDB: the property graph, the source of truth. The only module that loads the graph
+engine, Kuzu 0.11.3 (``kuzu``) or its maintained fork LadybugDB (``ladybug``), by the name
+the configuration chooses (statement_runner.py names kuzu's types only, for type checking).
 
 It opens the database (and maps Kuzu's open failures to emem_graph errors), creates or checks
 the schema, runs named reads, serialises write transactions, and gives a developer statement
@@ -9,24 +10,30 @@ is checked, is storage/statement_runner.py."""
 from __future__ import annotations
 
 import contextlib
-import importlib.util  # noqa: F401  (kuzu's COPY FROM <arrow> needs importlib.util loaded)
+import importlib
+import importlib.util  # (kuzu's COPY FROM <arrow> needs importlib.util loaded)
 import logging
+import os
 import re
+import sys
 import threading
 import warnings
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import kuzu
 import pyarrow as pa
 
 from emem_graph.errors import (
+    BackendUnavailableError,
+    ConfigError,
     DamagedMemoryError,
     DatabaseLockedError,
     EmemGraphError,
+    GraphEngineMismatchError,
     SchemaVersionError,
     StorageError,
 )
@@ -34,7 +41,79 @@ from emem_graph.resources import read_cypher
 from emem_graph.storage import open_registry, probe
 from emem_graph.storage.statement_runner import CypherResult, run_read_only, statement_error
 
+if TYPE_CHECKING:
+    import kuzu  # ladybug has the same API (a fork); only its types are named here
+
 log = logging.getLogger(__name__)
+
+ENGINES = ("kuzu", "ladybug")
+"""The graph engines a memory runs on, by module name."""
+DEFAULT_ENGINE = "kuzu"
+ENGINE_ENV = "EMEM_GRAPH_ENGINE"
+"""The environment variable naming the engine when the configuration names none."""
+_MAGIC = {b"KUZU": "kuzu", b"LBUG": "ladybug"}
+"""The first bytes of each engine's database file (their formats differ both ways)."""
+
+
+def resolve_engine(configured: str | None = None) -> str:
+    """The graph engine to use: the configured one, else EMEM_GRAPH_ENGINE, else kuzu.
+
+    Raises:
+        ConfigError: the name is not one of ENGINES.
+    """
+    name = configured or os.environ.get(ENGINE_ENV, "").strip() or DEFAULT_ENGINE
+    if name not in ENGINES:
+        source = "graph_engine" if configured else ENGINE_ENV
+        raise ConfigError(f"{source}={name!r} is not a graph engine; use one of {ENGINES}")
+    return name
+
+
+def load_engine(name: str) -> ModuleType:
+    """Import the engine module ``name`` (one of ENGINES) into this process.
+
+    Raises:
+        BackendUnavailableError: it is not installed, or the other engine is already loaded in
+            this process (both register the same native types: the process would crash).
+    """
+    others = [other for other in ENGINES if other != name and other in sys.modules]
+    if others:
+        raise BackendUnavailableError(
+            f"graph engine {name} cannot be loaded: this process already runs {others[0]} (the "
+            "two cannot share a process); open memories of one engine per process"
+        )
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        extra = "" if name == DEFAULT_ENGINE else f"[{name}]"
+        raise BackendUnavailableError(
+            f"graph engine {name} is not installed ({exc}); pip install 'emem-graph{extra}'"
+        ) from exc
+
+
+def file_engine(path: Path) -> str | None:
+    """Which engine wrote the database file ``path`` (None: absent, empty or unknown)."""
+    try:
+        with open(path, "rb") as file:
+            return _MAGIC.get(file.read(4))
+    except OSError:
+        return None
+
+
+def refuse_other_engine(path: Path, engine: str) -> None:
+    """Refuse a database file written by another engine than ``engine``.
+
+    Raises:
+        GraphEngineMismatchError: it was (the formats are incompatible both ways).
+    """
+    written = file_engine(path)
+    if written is not None and written != engine:
+        memory = path.parent
+        raise GraphEngineMismatchError(
+            f"the memory {memory} was written by graph engine {written}, this process runs "
+            f"{engine}: set graph_engine={written!r} (or {ENGINE_ENV}={written}), or copy it "
+            f"with: emem-graph migrate {memory} NEW_DIR --engine {engine}"
+        )
+
 
 SCHEMA_NAME = "graph"
 CHECKPOINT_DEFERRED = "before checkpointing"
@@ -171,7 +250,7 @@ class GraphTransaction:
 
 
 class GraphDB:
-    """One Kuzu database: schema on open, named queries, one writer, per-thread readers.
+    """One graph database: schema on open, named queries, one writer, per-thread readers.
 
     Kuzu allows a single write transaction at a time and loses writes when two Database objects
     share a path in one process, so this class holds the only Database and serialises writes with
@@ -179,10 +258,20 @@ class GraphDB:
     """
 
     def __init__(
-        self, path: Path, *, read_only: bool = False, buffer_pool_mb: int = 0, max_db_size: int = 0
+        self,
+        path: Path,
+        *,
+        read_only: bool = False,
+        buffer_pool_mb: int = 0,
+        max_db_size: int = 0,
+        engine: str | None = None,
     ) -> None:
         self.path = path
         self.read_only = read_only
+        self.engine = resolve_engine(engine)
+        """The engine's module name (kuzu or ladybug)."""
+        refuse_other_engine(path, self.engine)
+        self._engine = load_engine(self.engine)
         path.parent.mkdir(parents=True, exist_ok=True)
         # One open per database file in this process (Kuzu would take a second and lose
         # writes): claimed before opening, given back on close, on a failed open, or when this
@@ -192,12 +281,12 @@ class GraphDB:
         try:
             # Kuzu kills the process on some damage: a file not sealed by a clean close is
             # opened in a child process first (storage/probe.py).
-            probe.check_graph(path, read_only=read_only)
+            probe.check_graph(path, read_only=read_only, engine=self.engine)
             if not read_only:
                 probe.break_seal(path)
             # buffer_pool_mb, max_db_size (the address space Kuzu reserves for its buffer
             # pool): 0 is Kuzu's default (80% of RAM, 8 TB); the Cypher sandbox bounds both.
-            self._db = kuzu.Database(
+            self._db = self._engine.Database(
                 str(path),
                 read_only=read_only,
                 buffer_pool_size=buffer_pool_mb << 20,
@@ -426,7 +515,7 @@ class GraphDB:
         """
         if self._closed:
             raise StorageError("the graph database is closed")
-        connection = kuzu.Connection(self._db)
+        connection = self._engine.Connection(self._db)
         outcome: dict[str, Any] = {}
         finished = threading.Event()
 
@@ -518,7 +607,7 @@ class GraphDB:
         return self._writer
 
     def _new_connection(self) -> kuzu.Connection:
-        connection = kuzu.Connection(self._db)
+        connection = self._engine.Connection(self._db)
         with self._connections_lock:
             self._connections.append(connection)
         return connection

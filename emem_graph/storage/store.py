@@ -89,7 +89,9 @@ class MemoryStore:
         self._vector_backlog = False
         if not read_only:
             refuse_lost_graph(self.root, GRAPH_FILE, VECTOR_DIR)
-        self.graph = GraphDB(self.root / GRAPH_FILE, read_only=read_only)
+        self.graph = GraphDB(
+            self.root / GRAPH_FILE, read_only=read_only, engine=config.graph_engine
+        )
         self._pending = PendingVectors(self.root / PENDING_DIR)
         self._mark = GraphMark(self.root)
         try:
