@@ -162,6 +162,11 @@ def schema_tables() -> set[str]:
     return {m.group(1) for s in _schema_statements() if (m := _TABLE_RE.match(s))}
 
 
+def schema_statements() -> list[str]:
+    """The statements of schema/graph.cypher (each creates a table IF NOT EXISTS)."""
+    return _schema_statements()
+
+
 def _schema_statements() -> list[str]:
     lines = [
         line
@@ -562,6 +567,29 @@ class GraphDB:
         for worker in running:
             worker.join(wait_s)
         return not any(worker.is_alive() for worker in running)
+
+    def table_counts(self) -> dict[str, int]:
+        """The number of rows of every node and rel table, by table name."""
+        counts: dict[str, int] = {}
+        for row in self.query_text("CALL show_tables() RETURN name, type"):
+            name, kind = row["name"], row["type"]
+            pattern = f"(n:`{name}`)" if kind == "NODE" else f"()-[n:`{name}`]->()"
+            counts[name] = int(self.query_text(f"MATCH {pattern} RETURN count(*) AS n")[0]["n"])
+        return counts
+
+    def query_arrow_text(self, cypher: str) -> pa.Table:
+        """Run Cypher text given by the developer on a reader; its rows as one Arrow table."""
+        try:
+            result = self._reader().execute(cypher)
+        except ENGINE_ERRORS as exc:
+            raise StorageError(f"graph query failed: {exc}") from exc
+        results = result if isinstance(result, list) else [result]
+        try:
+            table: pa.Table = results[-1].get_as_arrow()
+            return table
+        finally:
+            for each in results:
+                each.close()
 
     # --- writes --------------------------------------------------------------------------------
 
