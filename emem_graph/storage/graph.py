@@ -308,12 +308,18 @@ class GraphDB:
                     f"graph database {path} is open {holder} in another process (Kuzu lets one "
                     "process hold a database read-write and no other process open it meanwhile)"
                 ) from exc
+            if "with a different version" in str(exc):  # another release of the same engine
+                raise GraphEngineMismatchError(
+                    f"the memory {path.parent} was written by another storage version of "
+                    f"{self.engine} ({' '.join(str(exc).split())}): open it with the release "
+                    f"that wrote it and copy it with: emem-graph migrate {path.parent} NEW_DIR"
+                ) from exc
             if "Cannot open file" in str(exc):  # the system refused (read-only, permissions)
                 raise StorageError(f"cannot open graph database {path}: {exc}") from exc
             # Kuzu's words for a damaged file: "not a valid Kuzu database file", "Reading past
             # the end of the file"...: the graph is the truth, only a backup brings it back.
             raise DamagedMemoryError(
-                f"cannot open graph database {path} (damaged, or not a Kuzu 0.11 database): "
+                f"cannot open graph database {path} (damaged, or not a {self.engine} database): "
                 f"{' '.join(str(exc).split())}; restore the memory's directory from a backup"
             ) from exc
         self._write_lock = threading.Lock()

@@ -380,9 +380,12 @@ def test_random_byte_flips(seeds: dict[str, Path], tmp_path: Path, scale) -> Non
 
 
 _OPEN_IN_CHILD = (
-    "import kuzu, sys; db = kuzu.Database(sys.argv[1], read_only=True); "
-    "kuzu.Connection(db).execute('CALL show_tables() RETURN *').get_all()"
+    "import importlib, sys; from emem_graph.storage.graph import resolve_engine; "
+    "engine = importlib.import_module(resolve_engine()); "
+    "db = engine.Database(sys.argv[1], read_only=True); "
+    "engine.Connection(db).execute('CALL show_tables() RETURN *').get_all()"
 )
+"""Opens a graph file with the run's engine (kuzu, or ladybug with --graph-engine ladybug)."""
 
 
 def _crashing_catalog_flip(graph: Path) -> int:
@@ -467,10 +470,12 @@ def test_any_engine_error_at_open_is_a_damaged_memory(
 ) -> None:
     """pybind11 turns Kuzu's std::out_of_range into IndexError ("unordered_map::at", seen from a
     flipped catalog byte in CI): every engine error at open is one DamagedMemoryError line."""
-    import kuzu
+    import importlib
 
     from emem_graph.errors import DamagedMemoryError
-    from emem_graph.storage.graph import GraphDB
+    from emem_graph.storage.graph import GraphDB, resolve_engine
+
+    kuzu = importlib.import_module(resolve_engine())  # the run's engine, kuzu or ladybug
 
     def broken(*_args: object, **_kwargs: object) -> None:
         raise raised
