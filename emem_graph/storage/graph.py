@@ -52,6 +52,11 @@ DEFAULT_ENGINE = "kuzu"
 ENGINE_ENV = "EMEM_GRAPH_ENGINE"
 """The environment variable naming the engine when the configuration names none."""
 _MAGIC = {b"KUZU": "kuzu", b"LBUG": "ladybug"}
+_ENGINE_OPTIONS: dict[str, dict[str, Any]] = {"ladybug": {"throw_on_wal_replay_failure": False}}
+"""Options of one engine's Database. LadybugDB refuses to open a database whose write-ahead log
+is damaged unless told otherwise; Kuzu replays the log up to the damage and drops the rest,
+and the memory reports what was lost (its high-water mark, health.py) instead of refusing the
+whole memory: the same on both engines."""
 """The first bytes of each engine's database file (their formats differ both ways)."""
 
 
@@ -82,7 +87,14 @@ def load_engine(name: str) -> ModuleType:
             "two cannot share a process); open memories of one engine per process"
         )
     try:
-        return importlib.import_module(name)
+        module = importlib.import_module(name)
+        # LadybugDB loads its native module at the first Database, and falls back to a C-API
+        # module when that fails: loaded now, so that a process that may read no more files
+        # afterwards (the Cypher sandbox under Landlock) has it.
+        warm_up = getattr(module, "get_pybind_module", None)
+        if warm_up is not None and warm_up() is None:
+            raise ImportError(f"{name}'s native module did not load")
+        return module
     except ImportError as exc:
         extra = "" if name == DEFAULT_ENGINE else f"[{name}]"
         raise BackendUnavailableError(
@@ -296,6 +308,7 @@ class GraphDB:
                 read_only=read_only,
                 buffer_pool_size=buffer_pool_mb << 20,
                 max_db_size=max_db_size or 1 << 43,
+                **_ENGINE_OPTIONS.get(self.engine, {}),
             )
         except BaseException as exc:
             self._release()
