@@ -120,7 +120,14 @@ def _lock_file(path: Path, read_only: bool) -> int | None:
     """
     target = lock_path(path)
     try:
-        fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        # A reader only reads the lock file when it is there (a sandbox under Landlock, a
+        # read-only medium can); a shared flock needs no write access.
+        fd = os.open(target, os.O_RDONLY | os.O_CLOEXEC) if read_only else -1
+    except OSError:
+        fd = -1
+    try:
+        if fd < 0:
+            fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except OSError as exc:
         if read_only and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             return None
