@@ -115,21 +115,21 @@ def lock_path(path: Path) -> Path:
 def _lock_file(path: Path, read_only: bool) -> int | None:
     """Lock ``<path>.lock`` for this process: exclusive for a writer, shared for a reader.
 
-    Returns the open descriptor that holds the lock, or None for a read-only claim in a
-    directory where the lock file cannot be created (a read-only medium: nobody writes there).
+    Returns the open descriptor that holds the lock, or None for a read-only claim when the
+    lock file is absent or unreadable.
     """
     target = lock_path(path)
     try:
-        # A reader only reads the lock file when it is there (a sandbox under Landlock, a
-        # read-only medium can); a shared flock needs no write access.
-        fd = os.open(target, os.O_RDONLY | os.O_CLOEXEC) if read_only else -1
-    except OSError:
-        fd = -1
-    try:
-        if fd < 0:
+        # A reader only reads the lock file, and creates nothing (a read-only open changes
+        # nothing in the directory; a sandbox under Landlock could not): a memory that never
+        # had a read-write open by this version has none, and its reader goes unlocked (the
+        # Kuzu files such memories hold are locked by Kuzu itself).
+        if read_only:
+            fd = os.open(target, os.O_RDONLY | os.O_CLOEXEC)
+        else:
             fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except OSError as exc:
-        if read_only and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        if read_only:
             return None
         raise StorageError(f"cannot open graph database {path}: {target}: {exc}") from exc
     try:
