@@ -139,6 +139,10 @@ class MemoryConfig(BaseModel):
     sketch_min_rows: int = Field(5_000, ge=0)
     """Rows in an area from which its semantic search uses the sketch (scores within about
     1e-3 of exact) instead of LanceDB's exact search."""
+    exact_search_max_rows: int = Field(50_000, ge=0)
+    """Observations up to which every vector search is exact in process (a float32 copy of
+    their vectors: 4 x dim bytes each, 77 MB at 50k of 384 dimensions); a larger memory is
+    searched through LanceDB's ANN index. 0: always LanceDB."""
     ann_index_min_rows: int = Field(50_000, gt=0)
     """Vector rows from which an ANN index (IVF_SQ: k-means partitions of 8-bit quantised
     vectors, re-ranked with the stored ones) is built for unfiltered search."""
@@ -184,12 +188,6 @@ class MemoryConfig(BaseModel):
     def _emem_names(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        unknown = sorted(str(key) for key in data if key not in cls.model_fields)
-        if unknown:
-            raise ValueError(
-                f"unknown field {', '.join(unknown)}: not a setting of emem_graph's MemoryConfig "
-                "nor of eMEM's SpatioTemporalMemoryConfig"
-            )
         for emem_name, name in EMEM_RENAMED_FIELDS.items():
             if emem_name in data and name not in data:
                 data = {**data, name: data[emem_name]}
@@ -225,7 +223,13 @@ def _describe(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors():
         where = ".".join(str(p) for p in error["loc"]) or "config"
-        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = (
+                "unknown field (not a setting of emem_graph's MemoryConfig nor of eMEM's "
+                "SpatioTemporalMemoryConfig)"
+            )
+        else:
+            message = error["msg"].removeprefix("Value error, ")
         parts.append(f"{where}: {message}")
     return "invalid MemoryConfig: " + "; ".join(parts)
 

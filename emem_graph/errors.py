@@ -75,6 +75,20 @@ class DatabaseInUseError(DatabaseLockedError):
     so it is refused; use the open instance or close it first."""
 
 
+class ReadOnlyMemoryError(StorageError):
+    """A write was asked of a memory opened read-only (``SpatioTemporalMemory(...,
+    read_only=True)``, ``emem-graph mcp DIR --read-only``). Nothing was written: the facade
+    refuses its write methods first, the store its writes, and the graph engine itself, opened
+    read-only, refuses any write that gets past both."""
+
+
+class RecoveryNeededError(StorageError):
+    """A memory opened read-only needs work only a read-write open does (closing episodes a
+    stopped process left active, their consolidation, replaying unfinished vector writes,
+    re-indexing missing vectors, an additive schema upgrade): open it read-write once, close
+    it, then open it read-only."""
+
+
 class DamagedMemoryError(StorageError):
     """A file of the memory is damaged or missing and cannot be repaired from the graph (the
     graph itself): restore the memory's directory from a backup."""

@@ -257,16 +257,24 @@ def serve(
     *,
     sock: socket.socket | None = None,
     signals: Sequence[signal.Signals] = (signal.SIGTERM, signal.SIGINT),
-) -> None:
+    ready: Callable[[], object] | None = None,
+) -> bool:
     """Serve until the client leaves (stdio: its input closes) or one of ``signals`` arrives.
 
     Call from the main thread (signal handlers); close the memory afterwards.
+
+    Returns:
+        Whether the server thread has ended. False: a stdio server stopped by a signal is still
+        blocked reading its client's open input; leave the process with ``os._exit`` once the
+        memory is closed (Python's own exit would abort on that thread's lock of stdin).
 
     Args:
         server: from build_server.
         transport: "stdio", or "http" (streamable HTTP on ``sock``, from open_socket).
         sock: the listening socket of an HTTP server.
         signals: the signals that stop the server.
+        ready: called once the signals are handled and the server thread started (a line that
+            says the server runs: a signal after it stops the server cleanly).
 
     Raises:
         InvalidInputError: "http" without a socket.
@@ -284,6 +292,8 @@ def serve(
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in signals}
     try:
         serving.start()
+        if ready is not None:
+            ready()
         while not (stop.is_set() or serving.done.is_set()):
             stop.wait(0.2)
         serving.stop()
@@ -292,3 +302,4 @@ def serve(
             signal.signal(sig, handler)
     if serving.error is not None and not isinstance(serving.error, SystemExit | KeyboardInterrupt):
         raise serving.error
+    return serving.done.is_set()

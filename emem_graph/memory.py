@@ -11,7 +11,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from emem_graph.errors import (
     EmbeddingDimensionError,
     InvalidInputError,
     MemoryClosedError,
+    ReadOnlyMemoryError,
 )
 from emem_graph.gate import CallGate, while_open
 from emem_graph.ingest.buffer import IngestBuffer
@@ -58,6 +59,25 @@ class _EntitySighting:
 
 _ENTITY_SIGHTING = _EntitySighting()
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _writes(method: F) -> F:
+    """Mark a facade method that writes: on a memory opened read-only it raises
+    ReadOnlyMemoryError before anything is touched."""
+
+    @functools.wraps(method)
+    def refusing(self: SpatioTemporalMemory, *args: Any, **kwargs: Any) -> Any:
+        if self.read_only:
+            raise ReadOnlyMemoryError(
+                f"{method.__name__}: refused, the memory {self.config.db_path} is open "
+                "read-only (read_only=True): nothing was written; open it without read_only "
+                "to write"
+            )
+        return method(self, *args, **kwargs)
+
+    return cast(F, refusing)
+
 
 class SpatioTemporalMemory:
     """A robot's memory of what it perceived, where and when, in one directory.
@@ -74,6 +94,12 @@ class SpatioTemporalMemory:
             fallbacks).
         get_current_time: clock in float seconds used for every time decision (default
             time.time); a simulation clock that starts at 0 is fine.
+        read_only: open an existing memory for reading only: the graph in the engine's
+            read-only mode (it refuses any write itself), the vector table only read, no
+            background work, nothing in the directory created or changed. The retrieval and
+            capability tools answer as on a read-write open; every method that writes raises
+            ReadOnlyMemoryError. Several processes may hold one memory read-only at once,
+            none while a process holds it read-write.
 
     Raises:
         ConfigError: invalid configuration, or db_path and config.db_path disagree.
@@ -81,6 +107,9 @@ class SpatioTemporalMemory:
         DatabaseLockedError: db_path is open in another process.
         SchemaVersionError: db_path holds a memory of another schema or embedding dimension.
         BackendUnavailableError: the embedding model cannot be loaded.
+        InvalidInputError: ``read_only`` and db_path holds no memory (none is created).
+        RecoveryNeededError: ``read_only`` and the memory needs a read-write open first
+            (a process stopped without closing it, or an older schema version).
     """
 
     def __init__(
@@ -90,7 +119,12 @@ class SpatioTemporalMemory:
         embedding_provider: EmbeddingProvider | None = None,
         llm_client: Any = None,
         get_current_time: Callable[[], float] | None = None,
+        *,
+        read_only: bool = False,
     ) -> None:
+        self.read_only = read_only
+        """Opened for reading only (see the class): every write method raises
+        ReadOnlyMemoryError."""
         config = settle_config(
             db_path, config, None if embedding_provider is None else embedding_provider.dim
         )
@@ -110,7 +144,7 @@ class SpatioTemporalMemory:
         self._state_lock = threading.RLock()
         self._closed = False
         self._gate = CallGate()  # public calls vs close(): MemoryClosedError, never a store error
-        self._store = MemoryStore(config, self.embedder)
+        self._store = MemoryStore(config, self.embedder, read_only=read_only)
         try:
             self._open(config, llm_client)
         except BaseException:
@@ -122,11 +156,17 @@ class SpatioTemporalMemory:
     def _open(self, config: MemoryConfig, llm_client: Any) -> None:
         """Everything after the store: consolidation, recovery, the capabilities, the buffer."""
         self._consolidation = ConsolidationEngine(
-            self._store, config, embed=self.embed, clock=self._clock, llm_client=llm_client
+            self._store,
+            config,
+            embed=self.embed,
+            clock=self._clock,
+            llm_client=llm_client,
+            background=not self.read_only,
         )
         self._episode_stack: list[str] = []
-        self._close_interrupted_episodes()
-        self._consolidation.recover()
+        if not self.read_only:  # read-only: the store refused a memory needing these
+            self._close_interrupted_episodes()
+            self._consolidation.recover()
         self._position = self._store.latest_perception_position()
         self._working: deque[Observation] = deque(maxlen=config.working_memory_size)
         self._capabilities: list[Capability] = []
@@ -153,13 +193,18 @@ class SpatioTemporalMemory:
         self._rejected = RejectedRows(self._store.root)
         self._set_aside_ids: set[str] = set()
         self._consolidation.resolver.set_aside = self._set_aside_entity
-        self._buffer: IngestBuffer[_Pending | _EntitySighting] = IngestBuffer(
-            self._write_batch,
-            clock=self._clock,
-            batch_size=config.flush_batch_size,
-            interval=config.flush_interval,
-            set_aside=self._set_aside,
-            probe=self._probe_storage,
+        # No flush thread for a read-only memory: nothing can be added to it.
+        self._buffer: IngestBuffer[_Pending | _EntitySighting] | None = (
+            None
+            if self.read_only
+            else IngestBuffer(
+                self._write_batch,
+                clock=self._clock,
+                batch_size=config.flush_batch_size,
+                interval=config.flush_interval,
+                set_aside=self._set_aside,
+                probe=self._probe_storage,
+            )
         )
 
     def _abandon(self) -> None:
@@ -187,8 +232,11 @@ class SpatioTemporalMemory:
     @while_open
     def flush(self) -> int:
         """Write every buffered observation (and staged entity sighting) now. Returns how many
-        observations were written."""
+        observations were written (0 on a read-only memory: nothing can be buffered there;
+        every tool flushes first)."""
         self._check_open()
+        if self._buffer is None:
+            return 0
         written = self._buffer.flush()
         self._consolidation.flush_entities()
         return written
@@ -197,6 +245,7 @@ class SpatioTemporalMemory:
         """Make everything added so far durable (eMEM's save())."""
         self.flush()
 
+    @_writes
     @while_open
     def catch_up(self) -> None:
         """Flush, then bring what the capabilities derive from the memory up to date (the
@@ -215,11 +264,13 @@ class SpatioTemporalMemory:
             return
         self._closed = True
         try:
-            self._buffer.stop()
+            if self._buffer is not None:
+                self._buffer.stop()
         finally:
             try:
                 self._consolidation.stop()
-                self._consolidation.flush_entities()
+                if not self.read_only:
+                    self._consolidation.flush_entities()
                 for capability in self._capabilities:
                     capability.close()
                 if "tools" in self.__dict__:  # built on first use (functools.cached_property)
@@ -236,6 +287,7 @@ class SpatioTemporalMemory:
 
     # --- writing -------------------------------------------------------------------------------
 
+    @_writes
     @while_open
     def add(
         self,
@@ -273,13 +325,14 @@ class SpatioTemporalMemory:
             tier="working",
         )
         vector = None if embedding is None else validation.embedding(embedding, self.embedder.dim)
-        self._buffer.add(_Pending(observation, vector))
+        self._ingest().add(_Pending(observation, vector))
         with self._state_lock:
             self._working.append(observation)
             if source_type not in (INTEROCEPTION, AGENT_NOTE):
                 self._position = observation.coordinates
         return observation.id
 
+    @_writes
     def add_body_state(
         self,
         text: str,
@@ -305,6 +358,7 @@ class SpatioTemporalMemory:
             metadata=metadata,
         )
 
+    @_writes
     @while_open
     def add_entity(
         self,
@@ -340,7 +394,7 @@ class SpatioTemporalMemory:
             metadata=validation.metadata(metadata, self.config.max_metadata_chars),
         )
         entity_id = self._consolidation.add_entity(sighting)
-        self._buffer.add(_ENTITY_SIGHTING)
+        self._ingest().add(_ENTITY_SIGHTING)
         return entity_id
 
     # --- episodes ------------------------------------------------------------------------------
@@ -351,6 +405,7 @@ class SpatioTemporalMemory:
         with self._state_lock:
             return self._episode_stack[-1] if self._episode_stack else None
 
+    @_writes
     @while_open
     def start_episode(
         self,
@@ -396,6 +451,7 @@ class SpatioTemporalMemory:
             self._episode_stack.append(episode.id)
             return episode.id
 
+    @_writes
     def end_episode(self, consolidate: bool = True, wait: bool = False) -> str | None:
         """End the innermost active episode; returns its id, or None when none is active.
 
@@ -428,6 +484,7 @@ class SpatioTemporalMemory:
         """The consolidation engine (gists, tiers, entities, its worker and counters)."""
         return self._consolidation
 
+    @_writes
     @while_open
     def consolidate_time_window(self) -> list[str]:
         """Consolidate short-term observations older than consolidation_window that belong to
@@ -438,6 +495,7 @@ class SpatioTemporalMemory:
         self.flush()
         return self._consolidation.consolidate_time_window()
 
+    @_writes
     @while_open
     def maintenance(self) -> int:
         """Archive long-term observations older than archive_after_seconds: their raw text and
@@ -446,6 +504,7 @@ class SpatioTemporalMemory:
         self._check_open()
         return self._consolidation.maintenance()
 
+    @_writes
     @while_open
     def extract_entities(self) -> int:
         """Extract entities from every observation still waiting for it, now (normally done
@@ -508,6 +567,11 @@ class SpatioTemporalMemory:
         the memory is closed; close() waits for the calls inside."""
         return self._gate
 
+    def _ingest(self) -> IngestBuffer[_Pending | _EntitySighting]:
+        if self._buffer is None:  # the write methods refused first (_writes)
+            raise ReadOnlyMemoryError("the memory is open read-only: nothing can be added")
+        return self._buffer
+
     def _check_open(self) -> None:
         if self._closed:
             raise MemoryClosedError("this memory is closed")
@@ -526,7 +590,7 @@ class SpatioTemporalMemory:
             return episode_id, None
         # The worker reads the episode's observations: they are written first. Closed and
         # marked for consolidation in one transaction, consolidated by the worker.
-        self._buffer.flush()
+        self._ingest().flush()
         self._consolidation.close_episode(episode_id, self._clock(), status)
         return episode_id, self._consolidation.consolidate_episode(episode_id)
 
@@ -765,6 +829,7 @@ class SpatioTemporalMemory:
         """The latest body-state reading per layer."""
         return self.tools.body_status(layers)
 
+    @_writes
     def store_specific_memory(
         self,
         content: str,
@@ -807,6 +872,7 @@ class SpatioTemporalMemory:
         """Waypoints from the current position to where ``concept`` is."""
         return self.places.navigate_to(concept)
 
+    @_writes
     @while_open
     def rebuild_places(self) -> int:
         """Build the topological map again from every perception observation (places count)."""
@@ -845,7 +911,13 @@ class _StayReads:
         self._store = store
 
     def positions_of(self, entity_ids: Sequence[str]) -> dict[str, list[EntityPosition]]:
-        return reads.positions_of(self._store, entity_ids)
+        # A graph read kept until the graph's next write (entity_query, locate and recall ask
+        # for the same stays call after call: one Kuzu round trip each); copies go out.
+        ids = tuple(entity_ids)
+        kept = self._store.cached_read(
+            ("positions_of", ids), lambda: reads.positions_of(self._store, ids)
+        )
+        return {key: [stay.model_copy() for stay in stays] for key, stays in kept.items()}
 
     def landmark(self, x: float, y: float) -> str | None:
         return reads.landmark(self._store, x, y)

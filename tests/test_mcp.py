@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import math
 import os
 import re
@@ -303,13 +304,60 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_answering(
     run(session)
 
 
+def test_oversized_and_deeply_nested_requests_leave_the_http_server_answering(
+    memory_dir: Path,
+) -> None:
+    nested = "[" * 100_000 + "]" * 100_000
+    body = (
+        '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", '
+        f'"params": {{"name": "locate", "arguments": {{"concept": {nested}}}}}}}'
+    )
+    with http_server(memory_dir) as (process, url):
+
+        async def session() -> None:
+            async with Client(url, timeout=START_S) as client:
+                huge = await client.call_tool(
+                    "locate", {"concept": "a" * 2_000_000}, raise_on_error=False
+                )
+                assert huge.is_error and "the limit is" in text_of(huge), text_of(huge)
+                deep = httpx.post(
+                    url,
+                    content=body,
+                    headers={
+                        "Content-Type": "application/json",
+                        "Accept": "application/json, text/event-stream",
+                    },
+                    timeout=START_S,
+                )
+                assert deep.status_code >= 400, deep.text
+                fine = await client.call_tool("locate", {"concept": "red cup"})
+                assert text_of(fine).startswith("Location:")
+
+        run(session)
+        assert process.poll() is None
+
+
 # --- read-only -----------------------------------------------------------------------------
+
+
+def fingerprint(directory: Path) -> dict[str, tuple[int, int, str]]:
+    """Every file and directory under ``directory``: (size, mtime in ns, content hash)."""
+    return {
+        path.relative_to(directory).as_posix(): (
+            path.stat().st_size if path.is_file() else 0,
+            path.stat().st_mtime_ns,
+            hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir",
+        )
+        for path in sorted(directory.rglob("*"))
+    }
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_a_read_only_server_lists_no_write_and_refuses_one(
     transport: str, memory_dir: Path
 ) -> None:
+    before = fingerprint(memory_dir)
+
     async def session() -> None:
         async with connect(transport, memory_dir, "--read-only") as client:
             names = [tool.name for tool in await client.list_tools()]
@@ -318,10 +366,21 @@ def test_a_read_only_server_lists_no_write_and_refuses_one(
                 result = await client.call_tool(name, VALID_CALLS[name], raise_on_error=False)
                 assert result.is_error, text_of(result)
                 assert "read-only" in text_of(result), text_of(result)
+            for name in TOOL_SCHEMAS:
+                result = await client.call_tool(name, VALID_CALLS[name], raise_on_error=False)
+                assert not result.is_error, text_of(result)
             answer = await client.call_tool("locate", {"concept": "red cup"})
             assert text_of(answer).startswith("Location:")
+            # The server holds the memory read-only, not only its tool list: another reader
+            # opens it meanwhile (Kuzu keeps every process out of a memory held read-write).
+            with SpatioTemporalMemory(
+                str(memory_dir), embedding_provider=HashingEmbedder(384), read_only=True
+            ) as reader:
+                assert reader.locate("red cup") == text_of(answer)
 
     run(session)
+    # Not a byte nor a time of any file changed: the session of every read tool wrote nothing.
+    assert fingerprint(memory_dir) == before
     assert "blue bowl" not in stored_notes(memory_dir)
 
 

@@ -182,3 +182,53 @@ def test_graph_generation_moves_with_every_write_even_a_failed_one(tmp_path: Pat
         assert graph.generation == start + 2
     finally:
         mem.close()
+
+
+def test_entity_stays_are_kept_until_the_next_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from emem_graph.consolidation import reads
+
+    clock = SimClock(1000.0)
+    mem = _memory(tmp_path / "m", clock)
+    try:
+        mem.add_entity("red cup", 1.0, 2.0, entity_type="object")
+        first = mem.entity_query(name="cup")
+        assert "red cup" in first
+        calls = _Counting(monkeypatch, mem.store.graph)
+        assert mem.entity_query(name="cup") == first
+        assert "entity_positions" not in calls.calls
+        clock.advance(600)
+        mem.add_entity("red cup", 1.2, 2.1, entity_type="object")  # a write: read again
+        second = mem.entity_query(name="cup")
+        assert "entity_positions" in calls.calls
+        [entity] = mem.store.entities.find(name="red cup", limit=5)
+        stays = mem.tools._stays.positions_of([entity.id])
+        assert stays == reads.positions_of(mem.store, [entity.id])
+        stays[entity.id].clear()  # the caller's copy: nothing kept changes
+        assert mem.entity_query(name="cup") == second
+    finally:
+        mem.close()
+
+
+def test_current_context_reads_the_area_gists_again_after_a_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = SimClock(1000.0)
+    mem = _memory(tmp_path / "m", clock)
+    try:
+        mem.start_episode("kitchen round")
+        for i in range(4):
+            clock.advance(5)
+            mem.add("a red cup on the kitchen table", 1.0 + 0.1 * i, 2.0)
+        first = mem.get_current_context()
+        assert "Area summaries" not in first
+        calls = _Counting(monkeypatch, mem.store.graph)
+        assert mem.get_current_context() == first
+        assert "gists_around" not in calls.calls
+        mem.end_episode(consolidate=True, wait=True)  # writes a gist around the robot
+        after = mem.get_current_context()
+        assert "gists_around" in calls.calls
+        assert "Area summaries" in after
+    finally:
+        mem.close()

@@ -179,6 +179,7 @@ def sketched(tmp_path_factory: pytest.TempPathFactory, minilm: Any) -> Any:
     config = MemoryConfig(
         db_path=str(tmp_path_factory.mktemp("sketch") / "mem"),
         sketch_min_rows=0,
+        exact_search_max_rows=0,  # the paths of a large memory (a small one is searched exactly)
         maintenance_interval=None,
         entity_extraction=False,
     )
@@ -306,7 +307,9 @@ def test_the_sketch_loaded_at_open_equals_the_one_kept_while_writing(
 
 
 def test_with_the_sketch_off_lancedb_searches_every_area(make_memory: Any, minilm: Any) -> None:
-    memory = make_memory(area_sketch=False, sketch_min_rows=0, entity_extraction=False)
+    memory = make_memory(
+        area_sketch=False, sketch_min_rows=0, exact_search_max_rows=0, entity_extraction=False
+    )
     for i, thing in enumerate(THINGS):
         memory.add(f"{thing} in the hall", float(i), 0.0)
     memory.flush()

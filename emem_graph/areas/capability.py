@@ -118,7 +118,11 @@ class AreaMemory:
 
     @while_open
     def flush_before_tool(self) -> None:
-        """Flush the memory, then bring the forest up to date (built on first use)."""
+        """Flush the memory, then bring the forest up to date (built on first use). On a
+        read-only memory the tools answer from the forest as stored (it is derived data a
+        writer keeps: ``catch_up()`` or ``emem-graph areas DIR``)."""
+        if self._store.read_only:
+            return
         self.update()
 
     def observations_written(self, observations: list[Observation]) -> None:

@@ -30,8 +30,10 @@ def add_mcp_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     mcp.add_argument(
         "--read-only",
         action="store_true",
-        help="offer only the tools that cannot write (no store_specific_memory, start_episode, "
-        "end_episode); a call to one is refused; DIR must hold a memory already",
+        help="open the memory read-only (the graph engine refuses any write; other read-only "
+        "readers may open it too) and offer only the tools that cannot write (no "
+        "store_specific_memory, start_episode, end_episode); a call to one is refused; DIR "
+        "must hold a memory already",
     )
     mcp.add_argument(
         "--allow-remote",
@@ -61,17 +63,17 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     endpoint = parse_endpoint(args.http) if args.http else None
     if endpoint is not None:
         check_bind(endpoint.host, args.allow_remote)
-    if args.read_only:
-        from emem_graph.explore.readonly import graph_path_of
-
-        graph_path_of(args.directory)  # a read-only server of a new, empty memory is a typo
     from emem_graph.memory import SpatioTemporalMemory
 
     # The socket first: a busy port or a refused address fails before the memory is opened.
     sock = open_socket(endpoint) if endpoint is not None else None
     try:
+        # --read-only opens the memory read-only: the graph engine itself refuses writes,
+        # not only the tool list (and a directory holding no memory is refused, none made).
         memory = SpatioTemporalMemory(
-            db_path=args.directory, embedding_provider=make_embedder(args.embedder)
+            db_path=args.directory,
+            embedding_provider=make_embedder(args.embedder),
+            read_only=args.read_only,
         )
     except BaseException:
         if sock is not None:
@@ -80,31 +82,34 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     mode = "read-only" if args.read_only else "read-write"
     try:
         server = build_server(memory, read_only=args.read_only)
+        where = "on stdio"
         if sock is not None:
-            host, port = sock.getsockname()[:2]
-            where = Endpoint(host, port).url
+            where = "at " + Endpoint(*sock.getsockname()[:2]).url
             if endpoint is not None and not is_loopback(endpoint.host):
                 print(
-                    f"emem-graph mcp: warning: serving {where} without authentication; anyone "
-                    "who can reach this address can use the memory",
+                    f"emem-graph mcp: warning: serving {where[3:]} without authentication; "
+                    "anyone who can reach this address can use the memory",
                     file=sys.stderr,
                 )
+
+        def ready() -> None:
             print(
-                f"emem-graph mcp: serving {args.directory} ({mode}) at {where}, pid {os.getpid()}",
+                f"emem-graph mcp: serving {args.directory} ({mode}) {where}, pid {os.getpid()}",
                 file=sys.stderr,
+                flush=True,
             )
-            sys.stderr.flush()
-            serve(server, "http", sock=sock)
-        else:
-            print(
-                f"emem-graph mcp: serving {args.directory} ({mode}) on stdio, pid {os.getpid()}",
-                file=sys.stderr,
-            )
-            sys.stderr.flush()
-            serve(server, "stdio")
+
+        ended = serve(server, "stdio" if sock is None else "http", sock=sock, ready=ready)
     finally:
         if sock is not None:
             sock.close()
         memory.close()
-    print("emem-graph mcp: stopped; the memory is flushed and closed", file=sys.stderr)
+    closed = "closed" if args.read_only else "flushed and closed"
+    print(f"emem-graph mcp: stopped; the memory is {closed}", file=sys.stderr)
+    if not ended:
+        # A stdio server's reader is blocked on the client's open input and holds stdin's lock:
+        # the interpreter's exit would abort on it. Everything is closed; leave now.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0

@@ -52,6 +52,8 @@ class ConsolidationEngine:
         embed: the memory's (thread-safe) embedder.
         clock: the memory's clock; schedules and ages use it.
         llm_client: an LLMClient, or None to build the one config names (or none).
+        background: schedule the periodic entity extraction and maintenance (False for a
+            memory opened read-only).
     """
 
     def __init__(
@@ -62,6 +64,7 @@ class ConsolidationEngine:
         embed: Embed,
         clock: Callable[[], float],
         llm_client: LLMClient | None = None,
+        background: bool = True,
     ) -> None:
         self._store = store
         self.config = config
@@ -108,6 +111,8 @@ class ConsolidationEngine:
         self._extraction_queued = False
         self._queue_lock = threading.Lock()
         self.worker = BackgroundWorker(clock)
+        if not background:  # a read-only memory: nothing is scheduled (every job writes)
+            return
         self.worker.schedule(
             "entity extraction", config.entity_extract_time_interval, self._extract_pending
         )

@@ -47,7 +47,7 @@ class ReadOnlyMemory:
             self.info = self.graph.ensure_schema({})
             self.embedding_dim = int(self.info.get("embedding_dim", "0"))
             self.vectors = (
-                VectorStore(self.vector_path, self.embedding_dim)
+                VectorStore(self.vector_path, self.embedding_dim, read_only=True)
                 if with_vectors and (self.vector_path / f"{TABLE}.lance").is_dir()
                 else None
             )

@@ -412,7 +412,7 @@ class UserProfile:
                 for o in objects
                 if [e for e, _ in links[o.id]] != [g.entity_id for g in o.groundings]
             }
-            if changed:
+            if changed and not self._store.read_only:  # read-only: the stored groundings
                 self._store.apply(grounding_change(changed))
                 self._snapshot = None
             return sum(1 for found in links.values() if found)

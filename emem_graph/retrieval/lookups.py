@@ -182,20 +182,24 @@ def context_around(
 ) -> tuple[list[Gist], list[Entity]]:
     """Gists centred and entities placed inside ``circle``, nearest first, ``limit`` of each
     (gists from query ``gists_around``, entities from the store's in-process index;
-    queries/context_around.cypher is the same read in Cypher)."""
-    rows = store.graph.query(
-        "gists_around",
-        {
-            "x": float(circle.x),
-            "y": float(circle.y),
-            "radius": float(circle.radius),
-            "limit": int(limit),
-        },
-    )
+    queries/context_around.cypher is the same read in Cypher). The gists' ids are kept until
+    the graph's next write (MemoryStore.cached_read): the robot's position, and so the circle,
+    changes only with a write."""
+    params = {
+        "x": float(circle.x),
+        "y": float(circle.y),
+        "radius": float(circle.radius),
+        "limit": int(limit),
+    }
+
+    def read() -> tuple[str, ...]:
+        return tuple(row["id"] for row in store.graph.query("gists_around", params))
+
+    ids = store.cached_read(("gists_around", *params.values()), read)
     entities = store.entities.find(
         circle=(float(circle.x), float(circle.y), float(circle.radius)), limit=limit
     )
-    return gists_by_id(store, [row["id"] for row in rows]), entities
+    return gists_by_id(store, list(ids)), entities
 
 
 def observations_near(

@@ -55,7 +55,11 @@ class MapKeeper:
         self._map = places.load_map(store, config)
         self._entities: tuple[Any, ...] | None = None
         self._pending = MapUpdate()
-        if not store.graph.read_only:
+        if store.read_only:
+            # The observations a stopped writer left unplaced are placed in process only
+            # (the map a read-write open would have, nothing written).
+            places.catch_up(store, self._map, CATCH_UP_MAX, write=False)
+        else:
             placed = places.catch_up(store, self._map, CATCH_UP_MAX)
             if placed is None:
                 log.warning(
@@ -103,7 +107,10 @@ class MapKeeper:
 
     def sync_entities(self) -> int:
         """Write the map's pending growth, then link entities added or moved since the last
-        call to their nearest place."""
+        call to their nearest place (nothing on a read-only memory: the links are derived
+        data no tool reads; the tools place entities with the in-process map)."""
+        if self._store.read_only:
+            return 0
         with self._lock:
             self.write_pending()
             signature = places.entity_signature(self._store)

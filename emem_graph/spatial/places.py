@@ -211,10 +211,13 @@ def rebuild(
     return place_map
 
 
-def catch_up(store: MemoryStore, place_map: PlaceMap, limit: int) -> int | None:
+def catch_up(
+    store: MemoryStore, place_map: PlaceMap, limit: int, *, write: bool = True
+) -> int | None:
     """Place the perception observations written while no map was kept (a memory made before
     the map existed, or a crash between a batch and its places), when at most ``limit`` are
-    missing. Returns how many were placed, or None when more are missing (rebuild instead)."""
+    missing. Returns how many were placed, or None when more are missing (rebuild instead).
+    ``write`` False: in ``place_map`` only (a read-only memory)."""
     counts = map_counts(store)
     missing = counts.trajectory_observations - counts.linked_observations
     if missing <= 0:
@@ -223,7 +226,9 @@ def catch_up(store: MemoryStore, place_map: PlaceMap, limit: int) -> int | None:
         return None
     points = trajectory_points(store.graph.query("spatial_unplaced_trajectory"))
     for start in range(0, len(points), REBUILD_BATCH):
-        write_update(store, place_map.extend(points[start : start + REBUILD_BATCH]))
+        update = place_map.extend(points[start : start + REBUILD_BATCH])
+        if write:
+            write_update(store, update)
     return len(points)
 
 

@@ -34,6 +34,8 @@ from emem_graph.errors import (
     DatabaseLockedError,
     EmemGraphError,
     GraphEngineMismatchError,
+    ReadOnlyMemoryError,
+    RecoveryNeededError,
     SchemaVersionError,
     StorageError,
 )
@@ -200,6 +202,22 @@ pybind11 turns a standard library exception into IndexError (std::out_of_range, 
 "unordered_map::at" from a flipped catalog byte), ValueError (std::invalid_argument) or
 OverflowError. Every one of them from the engine is a storage failure, never a raw error."""
 
+READ_ONLY_REFUSAL = "read-only database"
+"""In the error Kuzu raises for a write on a database opened read-only ("Cannot execute write
+operations in a read-only database!")."""
+
+
+def engine_error(what: str, exc: Exception) -> StorageError:
+    """The emem_graph error for an engine error: ReadOnlyMemoryError when Kuzu refused a write
+    because the database is open read-only, else a StorageError."""
+    if READ_ONLY_REFUSAL in str(exc):
+        return ReadOnlyMemoryError(
+            f"{what}: the graph engine refused a write, the memory is open read-only "
+            "(nothing written)"
+        )
+    return StorageError(f"{what}: {exc}")
+
+
 STATEMENT_GRACE_S = 0.25
 """A developer statement's caller gets QueryTimeoutError this long after its timeout at the
 latest: Kuzu's own timeout usually stops it first; the watchdog covers binding, which Kuzu's
@@ -243,12 +261,12 @@ class GraphTransaction:
             try:
                 statement = self._connection.prepare(read_cypher("queries", name))
             except ENGINE_ERRORS as exc:
-                raise StorageError(f"graph query {name} failed to prepare: {exc}") from exc
+                raise engine_error(f"graph query {name} failed to prepare", exc) from exc
             for row in rows:
                 try:
                     result = self._connection.execute(statement, row)
                 except ENGINE_ERRORS as exc:
-                    raise StorageError(f"graph query {name} failed: {exc}") from exc
+                    raise engine_error(f"graph query {name} failed", exc) from exc
                 for each in result if isinstance(result, list) else [result]:
                     each.close()
         return len(rows)
@@ -393,7 +411,13 @@ class GraphDB:
         upgrade = stored.get("schema_version") in upgradable_versions() or (
             stored.get("schema_version") == version and not schema_tables() <= tables
         )
-        if upgrade and not self.read_only:
+        if upgrade and self.read_only:
+            raise RecoveryNeededError(
+                f"{self.path} was written with schema version {stored.get('schema_version')} "
+                f"and needs an upgrade to version {version}, which a read-only open cannot "
+                "write: open the memory read-write once (it upgrades on open), then read-only"
+            )
+        if upgrade:
             # Additive upgrade: every statement is IF NOT EXISTS, so only new tables appear;
             # one transaction, so a crash leaves the old version intact. (A memory of this
             # version lacking tables was made by a development build of it.)
@@ -455,7 +479,7 @@ class GraphDB:
         try:
             result = self._reader().execute(read_cypher("queries", name), params or {})
         except ENGINE_ERRORS as exc:
-            raise StorageError(f"graph query {name} failed: {exc}") from exc
+            raise engine_error(f"graph query {name} failed", exc) from exc
         results = result if isinstance(result, list) else [result]
         try:
             return results[-1].get_as_arrow()
@@ -601,7 +625,7 @@ class GraphDB:
         try:
             result = self._reader().execute(cypher)
         except ENGINE_ERRORS as exc:
-            raise StorageError(f"graph query failed: {exc}") from exc
+            raise engine_error("graph query failed", exc) from exc
         results = result if isinstance(result, list) else [result]
         try:
             table: pa.Table = results[-1].get_as_arrow()
@@ -616,7 +640,7 @@ class GraphDB:
     def write(self) -> Iterator[GraphTransaction]:
         """One atomic write transaction: committed on exit, rolled back on an exception."""
         if self.read_only:
-            raise StorageError("the graph is open read-only")
+            raise ReadOnlyMemoryError(f"the graph {self.path} is open read-only: nothing written")
         connection = self._writer_connection()
         with self._write_lock:
             try:
@@ -675,7 +699,7 @@ class GraphDB:
         try:
             result = connection.execute(cypher, params or {})
         except ENGINE_ERRORS as exc:
-            raise StorageError(f"graph query failed: {exc}") from exc
+            raise engine_error("graph query failed", exc) from exc
         results = result if isinstance(result, list) else [result]
         last = results[-1]
         names = last.get_column_names()

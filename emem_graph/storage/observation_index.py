@@ -260,7 +260,11 @@ class ObservationIndex:
             cx, cy, r = float(where.center[0]), float(where.center[1]), float(where.radius)
             with np.errstate(over="ignore", invalid="ignore"):
                 mask &= (xs - cx) * (xs - cx) + (ys - cy) * (ys - cy) <= r * r
-        if where.source_types is not None or where.exclude_source_types:
+        if where.source_types is None and set(where.exclude_source_types or ()) == {INTEROCEPTION}:
+            # The perception filter: the body column says it for every row at once (a
+            # source-type list per row cost 2 ms at 20k rows).
+            mask &= ~snap.body[rows]
+        elif where.source_types is not None or where.exclude_source_types:
             sources = np.array([self._sources[row] for row in rows.tolist()], dtype=object)
             if where.source_types is not None:
                 mask &= np.isin(sources, list(where.source_types))

@@ -28,12 +28,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from emem_graph.config import MemoryConfig
-from emem_graph.errors import StorageError
+from emem_graph.errors import (
+    DatabaseInUseError,
+    DatabaseLockedError,
+    InvalidInputError,
+    ReadOnlyMemoryError,
+    RecoveryNeededError,
+    StorageError,
+)
 from emem_graph.filters import VectorFilter
 from emem_graph.ingest.embeddings import EmbeddingProvider
 from emem_graph.models import INTEROCEPTION, Entity, Episode, Gist, Observation, VectorHit
 from emem_graph.storage.changes import GraphChange
 from emem_graph.storage.entity_index import EntityIndex
+from emem_graph.storage.exact import ExactVectors
 from emem_graph.storage.graph import COPY_MIN_ROWS, GraphDB, GraphTransaction
 from emem_graph.storage.health import GraphMark, refuse_lost_graph
 from emem_graph.storage.keyword_index import KeywordHit, bm25, terms
@@ -69,7 +77,15 @@ class MemoryStore:
     Args:
         config: the memory's configuration (db_path is the memory's directory).
         embedder: used to re-embed nodes whose journal entry carries no vector.
-        read_only: open both stores for reading only (no reconciliation, no writes).
+        read_only: open both stores for reading only: the graph with the engine's read-only
+            mode, the vector table only read; nothing in the directory is created or changed
+            (no mark, no seal, no journal replay, no re-indexing); every write is refused.
+
+    Raises:
+        InvalidInputError: ``read_only`` and the directory holds no memory.
+        RecoveryNeededError: ``read_only`` and the memory needs a read-write open first
+            (see needs_recovery).
+        DatabaseLockedError: ``read_only`` and another process holds the memory read-write.
     """
 
     def __init__(
@@ -82,16 +98,30 @@ class MemoryStore:
                 f"db_path {self.root} is a file; emem_graph keeps a memory in a directory "
                 "(an eMEM SQLite file cannot be opened in place)"
             )
-        self.root.mkdir(parents=True, exist_ok=True)
+        if read_only and not (self.root / GRAPH_FILE).is_file():
+            raise InvalidInputError(
+                f"{self.root} holds no emem_graph memory (no {GRAPH_FILE} inside) and a "
+                "read-only open creates none; give the directory a memory was created in"
+            )
+        if not read_only:
+            self.root.mkdir(parents=True, exist_ok=True)
         self._embedder = embedder
         self._write_lock = threading.RLock()
         self._acknowledged: list[str] = []
         self._vector_backlog = False
+        self.read_only = read_only
         if not read_only:
             refuse_lost_graph(self.root, GRAPH_FILE, VECTOR_DIR)
-        self.graph = GraphDB(
-            self.root / GRAPH_FILE, read_only=read_only, engine=config.graph_engine
-        )
+        try:
+            self.graph = GraphDB(
+                self.root / GRAPH_FILE, read_only=read_only, engine=config.graph_engine
+            )
+        except DatabaseInUseError:  # open in this very process: its message says so
+            raise
+        except DatabaseLockedError as exc:
+            if not read_only:
+                raise
+            raise DatabaseLockedError.held_elsewhere(self.root) from exc
         self._pending = PendingVectors(self.root / PENDING_DIR)
         self._mark = GraphMark(self.root)
         try:
@@ -104,20 +134,31 @@ class MemoryStore:
             )
             self.entities = EntityIndex()
             self._load_entities()
+            if read_only and (reason := self.needs_recovery()) is not None:
+                raise RecoveryNeededError(
+                    f"the memory {self.root} {reason}, which a read-only open cannot do: "
+                    "open it read-write once (and close it), then read-only"
+                )
         except BaseException:
             self._mark.close()
             self.graph.close()
             raise
-        self.read_only = read_only
         self._reads = GraphReads(self.graph)
         self._sketch_loaded = threading.Event()
         self._closing = threading.Event()
         self._sketch_loader: threading.Thread | None = None
-        # Not for a read-only open (the command line's cypher, export, stats, map): it makes
-        # no searches worth loading the sketch for.
-        sketched = config.area_sketch and not read_only
+        # A read-only open keeps the same in-process copies (read from LanceDB, never
+        # written back): its searches answer exactly as a read-write open's.
+        sketched = config.area_sketch
         if sketched:
             self.index.sketch = VectorSketch(embedder.dim)
+        # A small memory is searched exactly in process (storage/exact.py): LanceDB would scan
+        # its whole table at every search until it builds its ANN index.
+        self._exact: ExactVectors | None = None
+        self._exact_loaded = threading.Event()
+        if len(self.index) <= config.exact_search_max_rows:
+            self._exact = ExactVectors(embedder.dim)
+        if sketched or self._exact is not None:
             self.vectors.listen(self._follow_vectors)
         if not read_only:
             self.reconcile()
@@ -131,7 +172,7 @@ class MemoryStore:
                 damaged=rebuilt,
                 marked=marked,
             )
-        if sketched:
+        if sketched or self._exact is not None:
             self._sketch_loader = threading.Thread(
                 target=self._load_sketch, name="emem-sketch", daemon=True
             )
@@ -170,6 +211,7 @@ class MemoryStore:
         Raises:
             StorageError: the graph transaction failed (nothing was written).
         """
+        self._refuse_writes("write_observations")
         if not observations:
             return
         rows = [observation_row(o) for o in observations]
@@ -204,6 +246,7 @@ class MemoryStore:
         Raises:
             StorageError: the graph cannot be written.
         """
+        self._refuse_writes("check_writable")
         with self._write_lock, self.graph.write() as tx:
             tx.run("clear_vector_journal", {"ids": []})
 
@@ -214,6 +257,7 @@ class MemoryStore:
         Raises:
             StorageError: the graph transaction failed (nothing was written).
         """
+        self._refuse_writes("apply")
         if change.empty:
             return
         with self._write_lock:
@@ -243,6 +287,7 @@ class MemoryStore:
     def create_episode(self, episode: Episode, *, follows: str | None, parent: str | None) -> None:
         """Create an episode with its FOLLOWS edge (to the episode that ended before it) and its
         SUBTASK_OF edge (to its parent), atomically."""
+        self._refuse_writes("create_episode")
         with self._write_lock, self.graph.write() as tx:
             tx.run(
                 "create_episode",
@@ -262,6 +307,7 @@ class MemoryStore:
 
     def close_episode(self, episode_id: str, end_time: float, status: str) -> None:
         """Mark an episode completed or interrupted at ``end_time``."""
+        self._refuse_writes("close_episode")
         with self._write_lock, self.graph.write() as tx:
             rows = tx.run(
                 "close_episode", {"id": episode_id, "end_time": end_time, "status": status}
@@ -275,6 +321,7 @@ class MemoryStore:
         Rows missing from LanceDB are added (with the journalled vector, or re-embedded from the
         graph's text), rows whose node is gone are deleted. Returns the number of entries redone.
         """
+        self._refuse_writes("reconcile")
         with self._write_lock:
             pending = self.graph.query("pending_vector_journal")
             if not pending:
@@ -314,6 +361,34 @@ class MemoryStore:
             self._vector_backlog = False
             log.info("reconciled %d vector entries (%d re-indexed)", len(pending), len(upserts))
             return len(pending)
+
+    def _refuse_writes(self, what: str) -> None:
+        """Refuse a write on a read-only store before anything is touched (the graph engine,
+        opened read-only, would refuse it too)."""
+        if self.read_only:
+            raise ReadOnlyMemoryError(
+                f"{what}: refused, the memory {self.root} is open read-only (nothing written)"
+            )
+
+    def needs_recovery(self) -> str | None:
+        """What a read-write open would have to repair or finish in this memory before it
+        answers, in words ("holds ..."), or None when nothing: episodes a stopped process left
+        active or waiting for their consolidation, unfinished vector writes in the journal,
+        nodes whose vector the table lacks."""
+        active = len(self.graph.query("active_episodes"))
+        if active:
+            return f"holds {active} episode(s) left active by a process that stopped"
+        waiting = len(self.graph.query("pending_consolidation_episodes"))
+        if waiting:
+            return f"holds {waiting} ended episode(s) whose consolidation never ran"
+        journalled = int(self.graph.query("count_vector_journal")[0]["n"])
+        if journalled:
+            return f"holds {journalled} unfinished vector write(s) to replay"
+        expected = sum(int(n) for n in self.graph.query("vector_node_counts")[0].values())
+        held = self.vectors.count()
+        if held < expected:
+            return f"has {held} of the {expected} vectors its nodes need (to re-index)"
+        return None
 
     # --- reads ---------------------------------------------------------------------------------
 
@@ -443,15 +518,21 @@ class MemoryStore:
     def vector_hits(
         self, vector: np.ndarray, n: int, where: VectorFilter | None = None
     ) -> list[VectorHit]:
-        """The n nearest vector rows passing the prefilter (ids, kinds, similarities). An area
-        filter's row count is estimated from the in-process indexes (matching_rows); an area
-        holding at least ``sketch_min_rows`` rows is searched in process (the observations'
-        vector sketch and the vector store's copy of the gist and entity rows), any other
-        search by LanceDB."""
+        """The n nearest vector rows passing the prefilter (ids, kinds, similarities).
+
+        Searched exactly in process: over gists and entities alone (the vector store's copy
+        of their rows), and any search of a memory of at most ``exact_search_max_rows``
+        observations (ExactVectors, with that copy). Otherwise an area filter's row count is
+        estimated from the in-process indexes (matching_rows); an area holding at least
+        ``sketch_min_rows`` rows is searched in process (the observations' vector sketch and
+        the copy of the gist and entity rows), any other search by LanceDB."""
         if where is not None and where.kinds is not None and "observation" not in where.kinds:
             # Gists and entities only: the vector store's in-process copy of their rows, exact
             # (LanceDB's search skipping every observation cost 8-9 ms at 100k rows).
             return self.vectors.search_others(vector, n, where)
+        found = self._exact_hits(vector, n, where)
+        if found is not None:
+            return found
         matching = self.matching_rows(where)
         if (
             where is not None
@@ -483,6 +564,58 @@ class MemoryStore:
         if self.index.sketch is None:
             return False
         return self._sketch_loaded.wait(timeout)
+
+    def dense_in_process(self, where: VectorFilter | None) -> bool:
+        """Whether vector_hits answers ``where`` in process without LanceDB (gists and
+        entities alone, or a small memory's exact search): nothing to overlap with another
+        search on a thread, whose handoff would only add to the call."""
+        if where is not None and where.kinds is not None and "observation" not in where.kinds:
+            return True
+        return self.exact_search and len(self.index) <= self.config.exact_search_max_rows
+
+    @property
+    def exact_search(self) -> bool:
+        """Whether vector searches are answered exactly in process now (a memory of at most
+        ``exact_search_max_rows`` observations, once their vectors are loaded at open)."""
+        return self._exact is not None and self._exact_loaded.is_set()
+
+    def _exact_hits(
+        self, vector: np.ndarray, n: int, where: VectorFilter | None
+    ) -> list[VectorHit] | None:
+        """The search of vector_hits over every row in process, exact, or None when the
+        memory keeps no exact copy (grown past exact_search_max_rows, or still loading)."""
+        exact = self._exact
+        if exact is None or not self._exact_loaded.is_set():
+            return None
+        if len(self.index) > self.config.exact_search_max_rows:
+            self._exact = None  # grown past the limit: LanceDB's index from now on
+            return None
+        if n < 1:
+            return []
+        total = len(self.index)
+        rows = np.flatnonzero(self.index.admitted(np.arange(total), where))
+        if rows.size * EXACT_GATHER_SHARE < total:
+            # A selective filter (an area, a time window): score the admitted rows only.
+            scores = exact.scores_of(vector, rows)
+        else:
+            scores = exact.scores(vector, total)[rows]
+        held = np.flatnonzero(~np.isnan(scores))
+        rows, scores = rows[held], scores[held]
+        best = _best(scores, n)
+        hits = [
+            VectorHit(
+                id=self.index.id_of(int(rows[at])), kind="observation", score=float(scores[at])
+            )
+            for at in best.tolist()
+        ]
+        kinds = ("gist", "entity") if where is None or where.kinds is None else where.kinds
+        others = tuple(k for k in kinds if k != "observation")
+        if others:
+            hits += self.vectors.search_others(
+                vector, n, replace(where or VectorFilter(), kinds=others)
+            )
+        hits.sort(key=lambda hit: (-hit.score, hit.id))
+        return hits[:n]
 
     def _sketch_hits(
         self, vector: np.ndarray, n: int, where: VectorFilter
@@ -604,27 +737,42 @@ class MemoryStore:
     def _follow_vectors(
         self, rows: Sequence[VectorRow], stored: np.ndarray | None, deleted: Sequence[str]
     ) -> None:
-        """Keep the sketch with the observation vectors LanceDB holds (a VectorStore listener,
-        in the writer's thread): the stored values, as the loader at open reads them."""
-        sketch = self.index.sketch
-        if sketch is None:
+        """Keep the sketch and the exact copy with the observation vectors LanceDB holds (a
+        VectorStore listener, in the writer's thread): the stored values, as the loader at
+        open reads them. The exact copy is dropped once the memory has grown past
+        exact_search_max_rows."""
+        exact = self._exact
+        if exact is not None and len(self.index) > self.config.exact_search_max_rows:
+            self._exact = exact = None
+        copies = [c for c in (self.index.sketch, exact) if c is not None]
+        if not copies:
             return
         chosen = [at for at, r in enumerate(rows) if r.kind == "observation"]
         if chosen and stored is not None:
-            sketch.put(self.index.rows_of([rows[at].id for at in chosen]), stored[chosen])
+            placed = self.index.rows_of([rows[at].id for at in chosen])
+            for copy in copies:
+                copy.put(placed, stored[chosen])
         if deleted:
-            sketch.clear(self.index.rows_of(list(deleted)))
+            gone = self.index.rows_of(list(deleted))
+            for copy in copies:
+                copy.clear(gone)
 
     def _load_sketch(self) -> None:
         """Fill the sketch with the observation vectors LanceDB held at open (in the
         background: 4-5 s at 1M observations). Vectors the writer put meanwhile win."""
-        sketch = self.index.sketch
+        sketch, exact = self.index.sketch, self._exact
+        copies = [c for c in (sketch, exact) if c is not None]
         try:
-            if sketch is not None:
+            if copies:
                 with closing(self.vectors.scan_vectors("observation")) as batches:
                     for ids, vectors in batches:
                         if self._closing.is_set():
                             return
+                        if exact is not None and self._exact is None:
+                            copies.remove(exact)  # grown past the limit meanwhile
+                            exact = None
+                            if not copies:
+                                return
                         finite = np.isfinite(vectors).all(axis=1)
                         if not finite.all():
                             # Bytes damaged inside a data file (Lance keeps no checksums):
@@ -637,8 +785,13 @@ class MemoryStore:
                             )
                             ids = [i for i, ok in zip(ids, finite, strict=True) if ok]
                             vectors = vectors[finite]
-                        sketch.put(self.index.rows_of(ids), vectors, only_missing=True)
-                self._sketch_loaded.set()
+                        placed = self.index.rows_of(ids)
+                        for copy in copies:
+                            copy.put(placed, vectors, only_missing=True)
+                if sketch is not None:
+                    self._sketch_loaded.set()
+                if exact is not None:
+                    self._exact_loaded.set()
         except (StorageError, OSError, RuntimeError, ValueError) as exc:
             # Searches go on through LanceDB: slower in large areas, never wrong.
             log.warning("vector sketch not loaded, areas are searched by LanceDB: %s", exc)
@@ -770,6 +923,11 @@ class MemoryStore:
 
 
 T = TypeVar("T")
+
+EXACT_GATHER_SHARE = 4
+"""An exact search whose filter admits fewer than 1 / EXACT_GATHER_SHARE of the rows gathers
+and scores those rows only; a wider one scores every row in one product and picks (gathering
+copies the rows: slower than the product over all of them past about a quarter)."""
 
 GRAPH_READS_MAX = 4096
 """Results GraphReads keeps at most between two writes (then it starts over)."""

@@ -20,13 +20,13 @@ import numpy as np
 from tqdm import tqdm
 
 from emem_graph.config import MemoryConfig
-from emem_graph.errors import VectorStoreDamagedError
+from emem_graph.errors import RecoveryNeededError, VectorStoreDamagedError
 from emem_graph.filters import VectorFilter
 from emem_graph.storage.graph import GraphDB
 from emem_graph.storage.health import move_aside, report_damage
 from emem_graph.storage.observation_index import ObservationIndex
 from emem_graph.storage.records import vector_row, vector_text
-from emem_graph.storage.vectors import VectorStore
+from emem_graph.storage.vectors import TABLE, VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +46,17 @@ def open_vectors(
 
     Raises:
         VectorStoreDamagedError: the table is damaged and the memory is open read-only.
+        RecoveryNeededError: the table is missing and the memory is open read-only (opening
+            it would create it).
     """
+    if read_only and not (path / f"{TABLE}.lance").is_dir():
+        raise RecoveryNeededError(
+            f"the memory {path.parent} has no vector table ({path.name}/{TABLE}.lance), which "
+            "a read-only open cannot rebuild: open it read-write once (it re-indexes the "
+            "graph), then read-only"
+        )
     try:
-        return _vector_store(path, config, dim), None
+        return _vector_store(path, config, dim, read_only=read_only), None
     except VectorStoreDamagedError as exc:
         if read_only:
             raise
@@ -62,7 +70,9 @@ def open_vectors(
         )
 
 
-def _vector_store(path: Path, config: MemoryConfig, dim: int) -> VectorStore:
+def _vector_store(
+    path: Path, config: MemoryConfig, dim: int, *, read_only: bool = False
+) -> VectorStore:
     return VectorStore(
         path,
         dim,
@@ -71,6 +81,7 @@ def _vector_store(path: Path, config: MemoryConfig, dim: int) -> VectorStore:
         ann_min_rows=config.ann_index_min_rows,
         ann_reindex_growth=config.ann_reindex_growth,
         vector_dtype=config.vector_dtype,
+        read_only=read_only,
     )
 
 

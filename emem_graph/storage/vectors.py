@@ -143,7 +143,11 @@ class VectorStore:
         ann_min_rows: int = 50_000,
         ann_reindex_growth: float = 1.0,
         vector_dtype: str = "float16",
+        read_only: bool = False,
     ) -> None:
+        self.read_only = read_only
+        """Only read the table: a missing one is not created, a damaged full-text index not
+        rebuilt (MemoryStore's read-only open never calls the writes)."""
         if vector_dtype not in VECTOR_TYPES:
             raise InvalidInputError(
                 f"vector_dtype must be one of {sorted(VECTOR_TYPES)}, got {vector_dtype!r}"
@@ -508,6 +512,14 @@ class VectorStore:
         """Replace a full-text index that panicked Lance (bytes damaged inside it: open's
         verify loads it but cannot check it) on a thread; keyword search answers nothing
         until then, the vector half of a search goes on. Reported once (health.json)."""
+        if self.read_only:
+            log.warning(
+                "the full-text index of %s failed a search (%s); open the memory read-write "
+                "once to rebuild it",
+                self.path,
+                type(exc).__name__,
+            )
+            return
         with self._compact_lock:
             if self._fts_rebuild is not None:
                 return
@@ -559,7 +571,8 @@ class VectorStore:
         matrix = columns.matrix[chosen]
         norms = columns.norms[chosen] * float(np.linalg.norm(query))
         with np.errstate(invalid="ignore", divide="ignore"):
-            scores = (matrix @ query) / norms
+            # NumPy's own loop on this thread: BLAS would wake its threads for a few rows.
+            scores = np.einsum("ij,j->i", matrix, query) / norms
         ranked = sorted(
             (
                 (float(score), listed[at].id, listed[at].kind)
@@ -732,6 +745,8 @@ class VectorStore:
         so it is created again; a table with a committed version is never overwritten.
         """
         if TABLE not in self._db.table_names():
+            if self.read_only:
+                raise ValueError("the memory has no vector table and it is opened read-only")
             if any((self.path / f"{TABLE}.lance" / "data").glob("*.lance")):
                 # Rows without a version that names them: the manifests are gone.
                 raise ValueError("the table's data files are there but no version names them")

@@ -48,7 +48,8 @@ from emem_graph.explore.lexer import (
     tokenize,
 )
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 # Fragments that make lexers disagree: comment markers, quotes, escapes, backticks, line ends,
 # unicode whitespace and letters, words of both cases.
@@ -528,9 +529,8 @@ def test_the_store_read_queries_and_the_readme_examples_are_accepted() -> None:
         if query.writes:
             with pytest.raises(ReadOnlyQueryError):
                 check_read_only(query.cypher)
-    examples = re.findall(
-        r"^\$ emem-graph cypher \S+ (\"[^\"]+\"|'[^']+')", README.read_text(), re.M
-    )
+    pages = "\n".join(page.read_text() for page in DOCS)  # README and docs/: the examples
+    examples = re.findall(r"^\$ emem-graph cypher \S+ (\"[^\"]+\"|'[^']+')", pages, re.M)
     assert len(examples) >= 8
     for example in examples:
         statement = example[1:-1]

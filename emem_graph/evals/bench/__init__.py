@@ -4,9 +4,12 @@ run on the same data.
 
 Modules: ``workload`` (the patrol), ``baseline`` (the floor ingest and exact NumPy answers),
 ``drive`` (the calls made to a memory), ``compare`` (eMEM as a subject), ``report`` (figures,
-table, JSON), ``run`` (one run, composing the others), ``command`` (its command line).
+table, JSON), ``run`` (one run, composing the others), ``scales`` (one run at several sizes,
+each in a child process), ``resident`` (a memory's resident bytes, measured in a fresh
+process), ``command`` (its command line).
 
-Run: ``emem-graph bench --n 100000`` or ``python -m emem_graph.evals.bench --n 100000``.
+Run: ``emem-graph bench --n 100000`` or ``python -m emem_graph.evals.bench --n 100000``;
+``emem-graph bench --scales 20000,100000,1000000`` for every size in one run.
 """
 
 from __future__ import annotations

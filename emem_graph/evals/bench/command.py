@@ -68,6 +68,14 @@ def add_arguments(bench: argparse.ArgumentParser) -> None:
         help="also write a patrol of N (< --n) observations to a second memory and time every "
         "tool on both memories in turn: the p50 latency ratios to it measured in this run",
     )
+    bench.add_argument(
+        "--scales",
+        metavar="N,N,...",
+        help="one run at each of these sizes (e.g. 20000,100000,1000000), each in a process of "
+        "its own: every figure against the floor and eMEM (when installed), the memory's peak "
+        "RSS and bytes per observation, disk, and each p50 against the previous size "
+        "(--n, --scale-from and --scale-with do not apply)",
+    )
     bench.add_argument("--json", action="store_true", help="print JSON instead of the table")
     bench.add_argument("--keep", action="store_true", help="keep the scratch databases")
 
@@ -87,6 +95,8 @@ def run_command(
     args: argparse.Namespace, make_embedder: Callable[[str], EmbeddingProvider] = embedder
 ) -> int:
     """Run the benchmark the parsed options ask for and print its table (or JSON)."""
+    if getattr(args, "scales", None):
+        return _run_scales(args)
     previous = None
     if args.scale_from and args.scale_with:
         raise SystemExit("emem-graph bench: --scale-from and --scale-with exclude each other")
@@ -121,6 +131,38 @@ def run_command(
         print(json.dumps(to_json(result.setup, result.figures, previous), indent=2))
     else:
         print(table(result.setup, result.figures, previous), end="")
+    return 0
+
+
+def _run_scales(args: argparse.Namespace) -> int:
+    """``--scales``: the benchmark at each size in a child process, combined (scales.py)."""
+    from emem_graph.evals.bench.compare import emem_version
+    from emem_graph.evals.bench.scales import parse_scales, run_scales, scales_table
+
+    if args.scale_from or args.scale_with:
+        raise SystemExit("emem-graph bench: --scales excludes --scale-from and --scale-with")
+    scales = parse_scales(args.scales)
+    compare = args.compare or ("emem" if emem_version() is not None else None)
+    options = [
+        *("--queries", str(args.queries)),
+        *("--batch-size", str(args.batch_size)),
+        *("--extract-n", str(args.extract_n)),
+        *(("--compare", compare) if compare else ()),
+        *(("--model", args.model) if args.model != "none" else ()),
+        *(("--model-n", str(args.model_n)) if args.model_n else ()),
+    ]
+    quiet = args.quiet or args.json
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    combined = run_scales(
+        scales, Path(args.out), options, keep=args.keep, progress=None if quiet else say
+    )
+    if args.json:
+        print(json.dumps(combined, indent=2))
+    else:
+        print(scales_table(combined), end="")
     return 0
 
 
