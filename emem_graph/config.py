@@ -112,6 +112,10 @@ class MemoryConfig(BaseModel):
         "sentence-transformers"
     )
     """Which embedder to build when none is passed to the memory."""
+    graph_engine: Literal["kuzu", "ladybug"] | None = None
+    """The graph engine: kuzu (Kuzu 0.11.3) or ladybug (its maintained fork, the ``ladybug``
+    extra). None: the EMEM_GRAPH_ENGINE environment variable, else kuzu. A name given here
+    wins over the variable. Their files are incompatible: ``emem-graph migrate`` converts."""
     ollama_host: str = "http://127.0.0.1:11434"
     ollama_embedding_model: str = "nomic-embed-text"
     ollama_timeout: float = Field(30.0, gt=0.0)

@@ -31,6 +31,11 @@ class SchemaVersionError(StorageError):
     """The database on disk was written with another schema version or embedding dimension."""
 
 
+class GraphEngineMismatchError(SchemaVersionError):
+    """The memory's graph was written by another graph engine (kuzu or ladybug) than the one
+    this process runs; their files are incompatible both ways: ``emem-graph migrate`` copies it."""
+
+
 class MemoryClosedError(EmemGraphError):
     """The memory was used after close()."""
 

@@ -6,14 +6,14 @@
 // $in_box; $xmin, $ymin, $xmax, $ymax: an axis-aligned box, inclusive; numbers as above
 // $layer: layer name (NULL: any); $episode_id: the episode they belong to (NULL: any)
 MATCH (n:Observation)
-WHERE ($time_after IS NULL OR n.timestamp >= $time_after)
-  AND ($time_before IS NULL OR n.timestamp <= $time_before)
+WHERE (n.timestamp >= $time_after OR $time_after IS NULL)
+  AND (n.timestamp <= $time_before OR $time_before IS NULL)
   AND (NOT $in_circle OR (
         n.x >= $cx - $radius AND n.x <= $cx + $radius
         AND n.y >= $cy - $radius AND n.y <= $cy + $radius
         AND (n.x - $cx) * (n.x - $cx) + (n.y - $cy) * (n.y - $cy) <= $radius * $radius))
   AND (NOT $in_box OR (n.x >= $xmin AND n.x <= $xmax AND n.y >= $ymin AND n.y <= $ymax))
-  AND ($layer IS NULL OR n.layer = $layer)
-  AND ($episode_id IS NULL OR n.episode_id = $episode_id)
+  AND (n.layer = $layer OR $layer IS NULL)
+  AND (n.episode_id = $episode_id OR $episode_id IS NULL)
 RETURN n.*
 ORDER BY n.timestamp, n.id

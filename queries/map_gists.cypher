@@ -4,8 +4,8 @@
 // $time_after $time_before may be NULL; $layers: list of layer names, empty for every layer;
 // $in_box with $xmin $xmax $ymin $ymax; $in_circle with $cx $cy $radius.
 MATCH (g:Gist)
-WHERE ($time_after IS NULL OR g.time_end >= $time_after)
-  AND ($time_before IS NULL OR g.time_start <= $time_before)
+WHERE (g.time_end >= $time_after OR $time_after IS NULL)
+  AND (g.time_start <= $time_before OR $time_before IS NULL)
   AND (NOT $in_box OR (g.x + g.radius >= $xmin AND g.x - g.radius <= $xmax
        AND g.y + g.radius >= $ymin AND g.y - g.radius <= $ymax))
   AND (NOT $in_circle OR (g.x - $cx) * (g.x - $cx) + (g.y - $cy) * (g.y - $cy)

@@ -5,8 +5,8 @@
 // $in_box: whether the box ($xmin $xmax $ymin $ymax) applies; $in_circle: whether the circle
 // ($cx $cy $radius) applies as well.
 MATCH (o:Observation)
-WHERE ($time_after IS NULL OR o.timestamp >= $time_after)
-  AND ($time_before IS NULL OR o.timestamp <= $time_before)
+WHERE (o.timestamp >= $time_after OR $time_after IS NULL)
+  AND (o.timestamp <= $time_before OR $time_before IS NULL)
   AND (NOT $in_box OR (o.x >= $xmin AND o.x <= $xmax AND o.y >= $ymin AND o.y <= $ymax))
   AND (NOT $in_circle OR (o.x - $cx) * (o.x - $cx) + (o.y - $cy) * (o.y - $cy) <= $radius * $radius)
   AND (size(CAST($layers AS STRING[])) = 0 OR list_contains(CAST($layers AS STRING[]), o.layer))

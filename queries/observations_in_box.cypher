@@ -4,8 +4,8 @@
 MATCH (o:Observation)
 WHERE o.x >= $xmin AND o.x <= $xmax AND o.y >= $ymin AND o.y <= $ymax
   AND o.tier <> 'archived'
-  AND ($layer IS NULL OR o.layer = $layer)
-  AND ($time_after IS NULL OR o.timestamp >= $time_after)
-  AND ($time_before IS NULL OR o.timestamp <= $time_before)
+  AND (o.layer = $layer OR $layer IS NULL)
+  AND (o.timestamp >= $time_after OR $time_after IS NULL)
+  AND (o.timestamp <= $time_before OR $time_before IS NULL)
   AND ($include_body_state OR o.source_type <> 'interoception')
 RETURN o.id AS id, o.x AS x, o.y AS y, o.timestamp AS timestamp

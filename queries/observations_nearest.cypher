@@ -7,9 +7,9 @@ WHERE o.x >= $x - $radius AND o.x <= $x + $radius
   AND o.y >= $y - $radius AND o.y <= $y + $radius
   AND (o.x - $x) * (o.x - $x) + (o.y - $y) * (o.y - $y) <= $radius * $radius
   AND o.tier <> 'archived'
-  AND ($layer IS NULL OR o.layer = $layer)
-  AND ($time_after IS NULL OR o.timestamp >= $time_after)
-  AND ($time_before IS NULL OR o.timestamp <= $time_before)
+  AND (o.layer = $layer OR $layer IS NULL)
+  AND (o.timestamp >= $time_after OR $time_after IS NULL)
+  AND (o.timestamp <= $time_before OR $time_before IS NULL)
   AND ($include_body_state OR o.source_type <> 'interoception')
 RETURN o.id AS id, (o.x - $x) * (o.x - $x) + (o.y - $y) * (o.y - $y) AS d2
 ORDER BY d2, id

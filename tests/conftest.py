@@ -23,6 +23,27 @@ from emem_graph import (
     SentenceTransformerEmbedder,
     SpatioTemporalMemory,
 )
+from emem_graph.storage.graph import ENGINE_ENV, ENGINES, resolve_engine
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--graph-engine",
+        choices=ENGINES,
+        default=None,
+        help=f"the graph engine every memory of the run uses (sets {ENGINE_ENV}, which the "
+        "child processes of the crash and concurrency tests inherit)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    engine = config.getoption("--graph-engine")
+    if engine:
+        os.environ[ENGINE_ENV] = engine
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"graph engine: {resolve_engine()}"
 
 
 @pytest.fixture(scope="session")

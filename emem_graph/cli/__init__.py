@@ -21,6 +21,7 @@ from emem_graph.cli.cypher import add_cypher_commands
 from emem_graph.cli.demo import add_demo_commands
 from emem_graph.cli.explore import add_explore_commands
 from emem_graph.cli.mcp import add_mcp_commands
+from emem_graph.cli.migrate import add_migrate_commands
 from emem_graph.cli.moves import add_moves_commands
 from emem_graph.cli.profile import add_profile_commands
 from emem_graph.cli.retrieval import add_retrieval_commands
@@ -70,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_retrieval_commands(commands)
     add_moves_commands(commands)
     add_mcp_commands(commands)
+    add_migrate_commands(commands)
     _describe(parser)
     return parser
 

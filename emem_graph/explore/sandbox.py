@@ -60,7 +60,7 @@ from emem_graph.explore.sandbox_wire import (
     send,
 )
 from emem_graph.resources import read_cypher
-from emem_graph.storage.graph import GraphDB
+from emem_graph.storage.graph import GraphDB, load_engine, resolve_engine
 from emem_graph.storage.open_registry import held_read_write
 from emem_graph.storage.statement_runner import CypherResult
 
@@ -137,6 +137,7 @@ def child_main(argv: list[str]) -> None:
     read_cypher("schema", "graph")
     read_cypher("queries", "get_memory_info")
     try:
+        load_engine(resolve_engine())  # its native module lies outside what Landlock lets in
         abi = restrict_self(root)
         graph = GraphDB(
             graph_path, read_only=True, buffer_pool_mb=buffer_pool_mb, max_db_size=reserve

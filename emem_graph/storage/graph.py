@@ -1,5 +1,6 @@
-"""GraphDB: the Kuzu property graph, the source of truth. The only module that loads kuzu
-(statement_runner.py names its types only).
+"""GraphDB: the property graph, the source of truth. The only module that loads the graph
+engine, Kuzu 0.11.3 (``kuzu``) or its maintained fork LadybugDB (``ladybug``), by the name
+the configuration chooses (statement_runner.py names kuzu's types only, for type checking).
 
 It opens the database (and maps Kuzu's open failures to emem_graph errors), creates or checks
 the schema, runs named reads, serialises write transactions, and gives a developer statement
@@ -9,24 +10,30 @@ is checked, is storage/statement_runner.py."""
 from __future__ import annotations
 
 import contextlib
-import importlib.util  # noqa: F401  (kuzu's COPY FROM <arrow> needs importlib.util loaded)
+import importlib
+import importlib.util  # (kuzu's COPY FROM <arrow> needs importlib.util loaded)
 import logging
+import os
 import re
+import sys
 import threading
 import warnings
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import kuzu
 import pyarrow as pa
 
 from emem_graph.errors import (
+    BackendUnavailableError,
+    ConfigError,
     DamagedMemoryError,
     DatabaseLockedError,
     EmemGraphError,
+    GraphEngineMismatchError,
     ReadOnlyMemoryError,
     RecoveryNeededError,
     SchemaVersionError,
@@ -36,7 +43,91 @@ from emem_graph.resources import read_cypher
 from emem_graph.storage import open_registry, probe
 from emem_graph.storage.statement_runner import CypherResult, run_read_only, statement_error
 
+if TYPE_CHECKING:
+    import kuzu  # ladybug has the same API (a fork); only its types are named here
+
 log = logging.getLogger(__name__)
+
+ENGINES = ("kuzu", "ladybug")
+"""The graph engines a memory runs on, by module name."""
+DEFAULT_ENGINE = "kuzu"
+ENGINE_ENV = "EMEM_GRAPH_ENGINE"
+"""The environment variable naming the engine when the configuration names none."""
+_MAGIC = {b"KUZU": "kuzu", b"LBUG": "ladybug"}
+_ENGINE_OPTIONS: dict[str, dict[str, Any]] = {"ladybug": {"throw_on_wal_replay_failure": False}}
+"""Options of one engine's Database. LadybugDB refuses to open a database whose write-ahead log
+is damaged unless told otherwise; Kuzu replays the log up to the damage and drops the rest,
+and the memory reports what was lost (its high-water mark, health.py) instead of refusing the
+whole memory: the same on both engines."""
+"""The first bytes of each engine's database file (their formats differ both ways)."""
+
+
+def resolve_engine(configured: str | None = None) -> str:
+    """The graph engine to use: the configured one, else EMEM_GRAPH_ENGINE, else kuzu.
+
+    Raises:
+        ConfigError: the name is not one of ENGINES.
+    """
+    name = configured or os.environ.get(ENGINE_ENV, "").strip() or DEFAULT_ENGINE
+    if name not in ENGINES:
+        source = "graph_engine" if configured else ENGINE_ENV
+        raise ConfigError(f"{source}={name!r} is not a graph engine; use one of {ENGINES}")
+    return name
+
+
+def load_engine(name: str) -> ModuleType:
+    """Import the engine module ``name`` (one of ENGINES) into this process.
+
+    Raises:
+        BackendUnavailableError: it is not installed, or the other engine is already loaded in
+            this process (both register the same native types: the process would crash).
+    """
+    others = [other for other in ENGINES if other != name and other in sys.modules]
+    if others:
+        raise BackendUnavailableError(
+            f"graph engine {name} cannot be loaded: this process already runs {others[0]} (the "
+            "two cannot share a process); open memories of one engine per process"
+        )
+    try:
+        module = importlib.import_module(name)
+        # LadybugDB loads its native module at the first Database, and falls back to a C-API
+        # module when that fails: loaded now, so that a process that may read no more files
+        # afterwards (the Cypher sandbox under Landlock) has it.
+        warm_up = getattr(module, "get_pybind_module", None)
+        if warm_up is not None and warm_up() is None:
+            raise ImportError(f"{name}'s native module did not load")
+        return module
+    except ImportError as exc:
+        extra = "" if name == DEFAULT_ENGINE else f"[{name}]"
+        raise BackendUnavailableError(
+            f"graph engine {name} is not installed ({exc}); pip install 'emem-graph{extra}'"
+        ) from exc
+
+
+def file_engine(path: Path) -> str | None:
+    """Which engine wrote the database file ``path`` (None: absent, empty or unknown)."""
+    try:
+        with open(path, "rb") as file:
+            return _MAGIC.get(file.read(4))
+    except OSError:
+        return None
+
+
+def refuse_other_engine(path: Path, engine: str) -> None:
+    """Refuse a database file written by another engine than ``engine``.
+
+    Raises:
+        GraphEngineMismatchError: it was (the formats are incompatible both ways).
+    """
+    written = file_engine(path)
+    if written is not None and written != engine:
+        memory = path.parent
+        raise GraphEngineMismatchError(
+            f"the memory {memory} was written by graph engine {written}, this process runs "
+            f"{engine}: set graph_engine={written!r} (or {ENGINE_ENV}={written}), or copy it "
+            f"with: emem-graph migrate {memory} NEW_DIR --engine {engine}"
+        )
+
 
 SCHEMA_NAME = "graph"
 CHECKPOINT_DEFERRED = "before checkpointing"
@@ -83,6 +174,11 @@ _TABLE_RE = re.compile(r"CREATE\s+(?:NODE|REL)\s+TABLE\s+IF\s+NOT\s+EXISTS\s+(\w
 def schema_tables() -> set[str]:
     """The names of the tables schema/graph.cypher creates."""
     return {m.group(1) for s in _schema_statements() if (m := _TABLE_RE.match(s))}
+
+
+def schema_statements() -> list[str]:
+    """The statements of schema/graph.cypher (each creates a table IF NOT EXISTS)."""
+    return _schema_statements()
 
 
 def _schema_statements() -> list[str]:
@@ -189,7 +285,7 @@ class GraphTransaction:
 
 
 class GraphDB:
-    """One Kuzu database: schema on open, named queries, one writer, per-thread readers.
+    """One graph database: schema on open, named queries, one writer, per-thread readers.
 
     Kuzu allows a single write transaction at a time and loses writes when two Database objects
     share a path in one process, so this class holds the only Database and serialises writes with
@@ -197,10 +293,20 @@ class GraphDB:
     """
 
     def __init__(
-        self, path: Path, *, read_only: bool = False, buffer_pool_mb: int = 0, max_db_size: int = 0
+        self,
+        path: Path,
+        *,
+        read_only: bool = False,
+        buffer_pool_mb: int = 0,
+        max_db_size: int = 0,
+        engine: str | None = None,
     ) -> None:
         self.path = path
         self.read_only = read_only
+        self.engine = resolve_engine(engine)
+        """The engine's module name (kuzu or ladybug)."""
+        refuse_other_engine(path, self.engine)
+        self._engine = load_engine(self.engine)
         path.parent.mkdir(parents=True, exist_ok=True)
         # One open per database file in this process (Kuzu would take a second and lose
         # writes): claimed before opening, given back on close, on a failed open, or when this
@@ -210,16 +316,17 @@ class GraphDB:
         try:
             # Kuzu kills the process on some damage: a file not sealed by a clean close is
             # opened in a child process first (storage/probe.py).
-            probe.check_graph(path, read_only=read_only)
+            probe.check_graph(path, read_only=read_only, engine=self.engine)
             if not read_only:
                 probe.break_seal(path)
             # buffer_pool_mb, max_db_size (the address space Kuzu reserves for its buffer
             # pool): 0 is Kuzu's default (80% of RAM, 8 TB); the Cypher sandbox bounds both.
-            self._db = kuzu.Database(
+            self._db = self._engine.Database(
                 str(path),
                 read_only=read_only,
                 buffer_pool_size=buffer_pool_mb << 20,
                 max_db_size=max_db_size or 1 << 43,
+                **_ENGINE_OPTIONS.get(self.engine, {}),
             )
         except BaseException as exc:
             self._release()
@@ -232,12 +339,18 @@ class GraphDB:
                     f"graph database {path} is open {holder} in another process (Kuzu lets one "
                     "process hold a database read-write and no other process open it meanwhile)"
                 ) from exc
+            if "with a different version" in str(exc):  # another release of the same engine
+                raise GraphEngineMismatchError(
+                    f"the memory {path.parent} was written by another storage version of "
+                    f"{self.engine} ({' '.join(str(exc).split())}): open it with the release "
+                    f"that wrote it and copy it with: emem-graph migrate {path.parent} NEW_DIR"
+                ) from exc
             if "Cannot open file" in str(exc):  # the system refused (read-only, permissions)
                 raise StorageError(f"cannot open graph database {path}: {exc}") from exc
             # Kuzu's words for a damaged file: "not a valid Kuzu database file", "Reading past
             # the end of the file"...: the graph is the truth, only a backup brings it back.
             raise DamagedMemoryError(
-                f"cannot open graph database {path} (damaged, or not a Kuzu 0.11 database): "
+                f"cannot open graph database {path} (damaged, or not a {self.engine} database): "
                 f"{' '.join(str(exc).split())}; restore the memory's directory from a backup"
             ) from exc
         self._write_lock = threading.Lock()
@@ -450,7 +563,7 @@ class GraphDB:
         """
         if self._closed:
             raise StorageError("the graph database is closed")
-        connection = kuzu.Connection(self._db)
+        connection = self._engine.Connection(self._db)
         outcome: dict[str, Any] = {}
         finished = threading.Event()
 
@@ -498,6 +611,29 @@ class GraphDB:
             worker.join(wait_s)
         return not any(worker.is_alive() for worker in running)
 
+    def table_counts(self) -> dict[str, int]:
+        """The number of rows of every node and rel table, by table name."""
+        counts: dict[str, int] = {}
+        for row in self.query_text("CALL show_tables() RETURN name, type"):
+            name, kind = row["name"], row["type"]
+            pattern = f"(n:`{name}`)" if kind == "NODE" else f"()-[n:`{name}`]->()"
+            counts[name] = int(self.query_text(f"MATCH {pattern} RETURN count(*) AS n")[0]["n"])
+        return counts
+
+    def query_arrow_text(self, cypher: str) -> pa.Table:
+        """Run Cypher text given by the developer on a reader; its rows as one Arrow table."""
+        try:
+            result = self._reader().execute(cypher)
+        except ENGINE_ERRORS as exc:
+            raise engine_error("graph query failed", exc) from exc
+        results = result if isinstance(result, list) else [result]
+        try:
+            table: pa.Table = results[-1].get_as_arrow()
+            return table
+        finally:
+            for each in results:
+                each.close()
+
     # --- writes --------------------------------------------------------------------------------
 
     @contextmanager
@@ -542,7 +678,7 @@ class GraphDB:
         return self._writer
 
     def _new_connection(self) -> kuzu.Connection:
-        connection = kuzu.Connection(self._db)
+        connection = self._engine.Connection(self._db)
         with self._connections_lock:
             self._connections.append(connection)
         return connection

@@ -50,10 +50,10 @@ HASHED_BYTES = 256 << 10
 """Bytes hashed at each end of each file for a seal."""
 
 GRAPH_PROGRAM = """
-import sys
-import kuzu
-db = kuzu.Database(sys.argv[1], read_only=sys.argv[2] == "1")
-connection = kuzu.Connection(db)
+import importlib, sys
+engine = importlib.import_module(sys.argv[3] if len(sys.argv) > 3 else "kuzu")
+db = engine.Database(sys.argv[1], read_only=sys.argv[2] == "1")
+connection = engine.Connection(db)
 for name, kind in connection.execute("CALL show_tables() RETURN name, type").get_all():
     if kind == "NODE":
         connection.execute(f"MATCH (n:`{name}`) RETURN count(*)").get_all()
@@ -170,13 +170,14 @@ def crash_in_child(program: str, args: Sequence[str]) -> str | None:
     return None
 
 
-def check_graph(path: Path, *, read_only: bool) -> None:
+def check_graph(path: Path, *, read_only: bool, engine: str = "kuzu") -> None:
     """Open the graph file ``path`` in a child process first unless it is sealed.
 
     A child that crashes with a write-ahead log beside the graph is tried again without it:
     opened read-write, the log is moved aside (``graph.kuzu.wal.damaged-<time>``, never
     deleted) and reported; the writes it held are then missing from the graph, which the
-    graph's high-water mark reports as a loss (health.py).
+    graph's high-water mark reports as a loss (health.py). ``engine`` is the graph engine's
+    module name (kuzu or ladybug), loaded only in the child.
 
     Raises:
         DamagedMemoryError: the graph engine crashes opening the file (without its log).
@@ -193,9 +194,9 @@ def check_graph(path: Path, *, read_only: bool) -> None:
             copy = Path(scratch) / path.name
             shutil.copyfile(path, copy)
             shutil.copyfile(wal, copy.with_name(wal.name))
-            crash = crash_in_child(GRAPH_PROGRAM, [str(copy), "0"])
+            crash = crash_in_child(GRAPH_PROGRAM, [str(copy), "0", engine])
     else:
-        crash = crash_in_child(GRAPH_PROGRAM, [str(path), str(int(read_only))])
+        crash = crash_in_child(GRAPH_PROGRAM, [str(path), str(int(read_only)), engine])
     if crash is not None and has_log:
         if read_only:
             raise DamagedMemoryError(
@@ -206,7 +207,7 @@ def check_graph(path: Path, *, read_only: bool) -> None:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         aside = wal.with_name(f"{wal.name}.damaged-{stamp}")
         os.replace(wal, aside)
-        replay_crash, crash = crash, crash_in_child(GRAPH_PROGRAM, [str(path), "0"])
+        replay_crash, crash = crash, crash_in_child(GRAPH_PROGRAM, [str(path), "0", engine])
         if crash is not None:  # the graph file itself: the log goes back where it was
             os.replace(aside, wal)
         else:

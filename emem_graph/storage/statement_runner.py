@@ -43,6 +43,20 @@ class CypherResult:
     truncated: bool = False
 
 
+def kuzu_shape(value: Any) -> Any:
+    """``value`` with nodes, relationships and paths keyed as Kuzu keys them (``_id``,
+    ``_label``, ``_src``, ``_dst``, ``_nodes``, ``_rels``): LadybugDB spells those keys in
+    capitals (``_LABEL``); property names are left as they are."""
+    if isinstance(value, dict):
+        return {
+            (key.lower() if key.startswith("_") and key.isupper() else key): kuzu_shape(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [kuzu_shape(item) for item in value]
+    return value
+
+
 def statement_error(message: str, timeout_s: float) -> EmemGraphError:
     """The emem_graph error for Kuzu's refusal of a developer statement."""
     if "read-only database" in message or "read-only transaction" in message:
@@ -91,6 +105,7 @@ READ_OPERATORS = frozenset(
         "PATH_PROPERTY_PROBE",
         "PRIMARY_KEY_SCAN_NODE_TABLE",
         "PROJECTION",
+        "QUERY_PRIMARY_KEY_LOOKUP",  # LadybugDB 0.22's lookup of a node by primary key
         "RECURSIVE_EXTEND",
         "RESULT_COLLECTOR",
         "SCAN_NODE_TABLE",
@@ -104,7 +119,8 @@ READ_OPERATORS = frozenset(
         "UNWIND",
     }
 )
-"""Kuzu 0.11.3 physical operators that only read the graph (names as EXPLAIN prints them).
+"""Kuzu 0.11.3 (and LadybugDB 0.22) physical operators that only read the graph (names as
+EXPLAIN prints them).
 A plan with any other operator (COPY_TO, EXPORT_DATABASE, STANDALONE_CALL, ATTACH_DATABASE,
 a write, or one this list does not know) is refused: fail closed."""
 
@@ -273,7 +289,7 @@ def _run_checked(
     try:
         rows: list[list[Any]] = []
         while len(rows) < limit and last.has_next():
-            rows.append(list(last.get_next()))
+            rows.append([kuzu_shape(value) for value in last.get_next()])
         truncated = last.has_next()
         columns = list(last.get_column_names())
     except RuntimeError as exc:

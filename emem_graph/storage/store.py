@@ -113,7 +113,9 @@ class MemoryStore:
         if not read_only:
             refuse_lost_graph(self.root, GRAPH_FILE, VECTOR_DIR)
         try:
-            self.graph = GraphDB(self.root / GRAPH_FILE, read_only=read_only)
+            self.graph = GraphDB(
+                self.root / GRAPH_FILE, read_only=read_only, engine=config.graph_engine
+            )
         except DatabaseInUseError:  # open in this very process: its message says so
             raise
         except DatabaseLockedError as exc:

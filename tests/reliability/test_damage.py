@@ -380,9 +380,13 @@ def test_random_byte_flips(seeds: dict[str, Path], tmp_path: Path, scale) -> Non
 
 
 _OPEN_IN_CHILD = (
-    "import kuzu, sys; db = kuzu.Database(sys.argv[1], read_only=True); "
-    "kuzu.Connection(db).execute('CALL show_tables() RETURN *').get_all()"
+    "import importlib, os, sys; "
+    "engine = importlib.import_module(os.environ.get('EMEM_GRAPH_ENGINE') or 'kuzu'); "
+    "db = engine.Database(sys.argv[1], read_only=True); "
+    "engine.Connection(db).execute('CALL show_tables() RETURN *').get_all()"
 )
+"""Opens a graph file with the run's engine (kuzu, or ladybug with --graph-engine ladybug, which
+sets the variable); importing no emem_graph keeps each of the many children quick."""
 
 
 def _crashing_catalog_flip(graph: Path) -> int:
@@ -467,10 +471,12 @@ def test_any_engine_error_at_open_is_a_damaged_memory(
 ) -> None:
     """pybind11 turns Kuzu's std::out_of_range into IndexError ("unordered_map::at", seen from a
     flipped catalog byte in CI): every engine error at open is one DamagedMemoryError line."""
-    import kuzu
+    import importlib
 
     from emem_graph.errors import DamagedMemoryError
-    from emem_graph.storage.graph import GraphDB
+    from emem_graph.storage.graph import GraphDB, resolve_engine
+
+    kuzu = importlib.import_module(resolve_engine())  # the run's engine, kuzu or ladybug
 
     def broken(*_args: object, **_kwargs: object) -> None:
         raise raised

@@ -1,0 +1,112 @@
+"""The graph engine seam: which engine a memory runs on, and the one-writer rule between
+processes, which is the memory's own lock and not the engine's (LadybugDB lets a read-only
+process open a database that another process is writing)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from emem_graph.errors import (
+    BackendUnavailableError,
+    ConfigError,
+    DatabaseLockedError,
+    GraphEngineMismatchError,
+)
+from emem_graph.storage.graph import (
+    ENGINE_ENV,
+    ENGINES,
+    GraphDB,
+    file_engine,
+    load_engine,
+    resolve_engine,
+)
+
+HOLDER = """
+import sys
+from pathlib import Path
+from emem_graph.storage.graph import GraphDB
+graph = GraphDB(Path(sys.argv[1]), read_only=sys.argv[2] == "1")
+if sys.argv[2] == "0":
+    graph.ensure_schema({"embedding_dim": "8"})
+print("HOLDING", flush=True)
+sys.stdin.readline()
+graph.close()
+"""
+
+
+@contextmanager
+def held(path: Path, *, read_only: bool) -> Iterator[None]:
+    """The graph at ``path`` held open by another process until the block ends."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path), str(int(read_only))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "HOLDING", (
+            child.communicate()[1][-2000:]
+        )
+        yield
+    finally:
+        child.communicate("\n", timeout=60)
+
+
+@pytest.fixture
+def graph_path(tmp_path: Path) -> Path:
+    path = tmp_path / "mem" / "graph.kuzu"
+    graph = GraphDB(path)
+    graph.ensure_schema({"embedding_dim": "8"})
+    graph.close()
+    return path
+
+
+def test_a_writer_in_another_process_refuses_readers_and_writers_here(graph_path: Path) -> None:
+    with held(graph_path, read_only=False):
+        for read_only in (True, False):
+            with pytest.raises(DatabaseLockedError, match="open read-write"):
+                GraphDB(graph_path, read_only=read_only)
+    GraphDB(graph_path, read_only=True).close()  # its lock went with its close
+
+
+def test_a_reader_in_another_process_admits_readers_and_refuses_a_writer(
+    graph_path: Path,
+) -> None:
+    with held(graph_path, read_only=True):
+        reader = GraphDB(graph_path, read_only=True)
+        assert reader.query_text("MATCH (i:MemoryInfo) RETURN count(*) AS n")[0]["n"] == 2
+        reader.close()
+        with pytest.raises(DatabaseLockedError, match="read-write or read-only"):
+            GraphDB(graph_path)
+    GraphDB(graph_path).close()
+
+
+def test_the_engine_is_the_configured_one_then_the_environment_then_kuzu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(ENGINE_ENV, raising=False)
+    assert resolve_engine() == "kuzu"
+    monkeypatch.setenv(ENGINE_ENV, "ladybug")
+    assert resolve_engine() == "ladybug"
+    assert resolve_engine("kuzu") == "kuzu"  # a name given in the configuration wins
+    monkeypatch.setenv(ENGINE_ENV, "neo4j")
+    with pytest.raises(ConfigError, match="EMEM_GRAPH_ENGINE='neo4j' is not a graph engine"):
+        resolve_engine()
+
+
+def test_one_process_runs_one_engine(graph_path: Path) -> None:
+    here = file_engine(graph_path)
+    assert here == resolve_engine()
+    other = next(e for e in ENGINES if e != here)
+    with pytest.raises(BackendUnavailableError, match=f"already runs {here}"):
+        load_engine(other)
+    assert other not in sys.modules
+    with pytest.raises(GraphEngineMismatchError, match="emem-graph migrate"):
+        GraphDB(graph_path, engine=other)

@@ -1,0 +1,206 @@
+"""emem-graph migrate: a memory with every node and edge type copied to the other graph engine
+and back, checked table by table, without touching the source."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
+from emem_graph.cli import main
+from emem_graph.errors import GraphEngineMismatchError
+from emem_graph.storage.graph import ENGINES, GraphDB, file_engine, resolve_engine
+from emem_graph.storage.graph_transfer import export_tables
+from emem_graph.storage.store import GRAPH_FILE
+
+START = 1_790_000_000.0
+JOURNAL_TABLES = {"VectorSync"}
+"""Tables empty in a closed memory (the vector journal)."""
+
+
+def build_memory(directory: Path) -> None:
+    """Every node and edge type of the schema: episodes (one a subtask), gists, entities and
+    their positions and co-occurrences, a walk (places, CONNECTS), a body state, a profile."""
+    now = [START]
+
+    def step(seconds: float = 10.0) -> float:
+        now[0] += seconds
+        return now[0]
+
+    mem = SpatioTemporalMemory(
+        config=MemoryConfig(db_path=str(directory), maintenance_interval=None),
+        embedding_provider=HashingEmbedder(384),
+        get_current_time=lambda: now[0],
+    )
+
+    def add(text: str, x: float, y: float, **kwargs: object) -> None:
+        mem.add(text, x, y, timestamp=step(), layer_name="vision", **kwargs)
+
+    kitchen = mem.start_episode("kitchen")
+    add("2 chairs, 1 person", 1.0, 2.0, source_type="detection")
+    add("1 chair, 1 person", 1.2, 2.0, source_type="detection")
+    add("a kettle on the stove " + "and a long note " * 800, 1.0, 2.3)  # a 12 KB record
+    mem.start_episode("fill the kettle", parent_episode_id=kitchen)
+    add("the kettle is full", 1.1, 2.2)
+    mem.end_episode(wait=True)
+    mem.end_episode(wait=True)
+    step(300)
+    mem.start_episode("hall")
+    for i in range(10):  # a walk down the hall: places joined by CONNECTS
+        add(f"hall wall {i % 3}", 20.0 + i, 20.0)
+    add("1 cup, 1 plant", 20.0, 20.0, source_type="detection")
+    add("1 plant, 1 cup", 20.1, 20.0, source_type="detection")
+    mem.add_body_state("battery 80%", "battery", x=20.0, y=20.0, timestamp=step())
+    mem.end_episode(wait=True)
+    step(300)
+    add("2 chairs, 1 table", 1.1, 2.1, source_type="detection")
+    mem.add_entity("red door", 5.0, 5.0, timestamp=step())
+    mem.add_entity("red door", 5.1, 5.0, timestamp=step())
+    mem.add_entity("charging dock", -10.0, -10.0, timestamp=step())
+    mem.extract_entities()
+    mem.profile.add_object_semantics("alice", "my favorite cup", ["yellow cup"])
+    mem.profile.add_user_pattern(
+        "alice", "my tea", ["put the kettle on the stove", "move the cup to the table"]
+    )
+    mem.close()
+
+
+def fingerprint(directory: Path) -> dict[str, tuple[int, int, str]]:
+    """Size, modification time and hash of every file (the lock file aside)."""
+    return {
+        str(p.relative_to(directory)): (
+            p.stat().st_size,
+            p.stat().st_mtime_ns,
+            hashlib.sha256(p.read_bytes()).hexdigest(),
+        )
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and p.name != f"{GRAPH_FILE}.lock"
+    }
+
+
+def tables_of(directory: Path, out: Path) -> dict[str, pa.Table]:
+    """Every exported table of the memory, rows sorted (engines return them in any order)."""
+    graph = GraphDB(directory / GRAPH_FILE, read_only=True)
+    try:
+        manifest = export_tables(graph, out)
+    finally:
+        graph.close()
+    tables = {}
+    for each in manifest["files"]:
+        table = pq.read_table(out / each["file"])
+        keys = [(name, "ascending") for name in table.column_names if "vector" not in name]
+        tables[each["file"]] = table.sort_by(keys) if table.num_rows else table
+    return tables
+
+
+@dataclass(frozen=True)
+class Migrated:
+    source: Path
+    other: Path
+    back: Path
+    untouched: bool
+    printed: list[str]
+
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory: pytest.TempPathFactory) -> Migrated:
+    root = tmp_path_factory.mktemp("migrate")
+    source = root / "source"
+    build_memory(source)
+    other_engine = next(e for e in ENGINES if e != resolve_engine())
+    before = fingerprint(source)
+    printed = []
+    for src, dst, engine in (
+        (source, root / "other", other_engine),
+        (root / "other", root / "back", resolve_engine()),
+    ):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["migrate", str(src), str(dst), "--engine", engine]) == 0
+        printed.append(out.getvalue())
+    return Migrated(source, root / "other", root / "back", fingerprint(source) == before, printed)
+
+
+def test_the_source_memory_holds_every_node_and_edge_type(
+    migrated: Migrated, tmp_path: Path
+) -> None:
+    graph = GraphDB(migrated.source / GRAPH_FILE, read_only=True)
+    try:
+        counts = graph.table_counts()
+    finally:
+        graph.close()
+    empty = {name for name, n in counts.items() if n == 0}
+    assert empty == JOURNAL_TABLES, empty
+    assert len(counts) == 28
+
+
+def test_migrate_writes_the_other_engines_file_and_reports_its_checks(migrated: Migrated) -> None:
+    here = resolve_engine()
+    assert file_engine(migrated.source / GRAPH_FILE) == here
+    assert file_engine(migrated.other / GRAPH_FILE) != here
+    assert file_engine(migrated.back / GRAPH_FILE) == here
+    for text in migrated.printed:
+        assert "counts identical per table" in text
+        assert "vectors: " in text and "identical" in text
+        assert "tool answers: 12 compared, identical" in text
+
+
+def test_migrating_there_and_back_gives_every_row_of_every_table_unchanged(
+    migrated: Migrated, tmp_path: Path
+) -> None:
+    source = tables_of(migrated.source, tmp_path / "a")
+    back = tables_of(migrated.back, tmp_path / "b")
+    assert source.keys() == back.keys()
+    for name, table in source.items():
+        assert back[name].equals(table), name
+
+
+def test_the_copy_answers_like_the_source(migrated: Migrated) -> None:
+    answers = []
+    for directory in (migrated.source, migrated.back):
+        mem = SpatioTemporalMemory(
+            config=MemoryConfig(db_path=str(directory), maintenance_interval=None),
+            embedding_provider=HashingEmbedder(384),
+            get_current_time=lambda: START + 3600,
+        )
+        try:
+            answers.append(
+                [
+                    mem.dispatch_tool_call("semantic_search", {"query": "kettle"}),
+                    mem.dispatch_tool_call("episode_summary", {"last_n": 5}),
+                    mem.dispatch_tool_call("entity_query", {}),
+                ]
+            )
+        finally:
+            mem.close()
+    assert answers[0] == answers[1]
+    assert "kettle" in answers[0][0] and "red door" in answers[0][2]
+
+
+def test_migrate_never_touches_the_source(migrated: Migrated) -> None:
+    assert migrated.untouched
+
+
+def test_opening_the_other_engines_copy_names_migrate(migrated: Migrated) -> None:
+    with pytest.raises(GraphEngineMismatchError, match="emem-graph migrate") as caught:
+        GraphDB(migrated.other / GRAPH_FILE, read_only=True)
+    assert "\n" not in str(caught.value)
+
+
+def test_migrate_refuses_an_existing_destination_and_a_directory_without_a_memory(
+    migrated: Migrated, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "taken").mkdir()
+    assert main(["migrate", str(migrated.source), str(tmp_path / "taken")]) == 2
+    assert "exists; migrate writes a new directory only" in capsys.readouterr().err
+    assert main(["migrate", str(tmp_path / "taken"), str(tmp_path / "new")]) == 2
+    assert "holds no emem_graph memory" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["taken"]  # no scratch left behind
