@@ -116,7 +116,7 @@ class CypherRecorder:
 @pytest.fixture(scope="module")
 def recorder() -> Iterator[CypherRecorder]:
     recorder = CypherRecorder()
-    connection = graph_module.kuzu.Connection
+    connection = graph_module.load_engine(graph_module.resolve_engine()).Connection
     execute, prepare = connection.execute, connection.prepare
 
     def recorded_execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
