@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import reprlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -19,22 +19,11 @@ import numpy as np
 from emem_graph.config import MemoryConfig
 from emem_graph.errors import BackendUnavailableError
 from emem_graph.ingest.embeddings import (
+    BatchEmbedder,
     EmbeddingProvider,
     SentenceTransformerEmbedder,
-    check_embeddings,
 )
-from emem_graph.llm.client import (
-    EXTRACT_PROMPT,
-    MAX_PROMPT_TEXTS,
-    SUMMARIZE_PROMPT,
-    SYNTHESIZE_PROMPT,
-    ExtractedEntity,
-    LLMClient,
-    MalformedAnswerError,
-    numbered,
-    parse_entities_json,
-    strip_thinking,
-)
+from emem_graph.llm.client import LLMClient, PromptedLLM
 from emem_graph.memory import SpatioTemporalMemory as _Memory
 from emem_graph.models import Entity, Episode, Gist, Observation
 from emem_graph.retrieval.schemas import ACTION_SCHEMAS, CORE_TOOLS
@@ -93,22 +82,17 @@ def _offered(name: str, include_actions: bool) -> bool:
     return name in EMEM_TOOL_SCHEMAS or (include_actions and name in ACTION_SCHEMAS)
 
 
-class NullEmbeddingProvider:
+class NullEmbeddingProvider(BatchEmbedder):
     """Zero vectors (eMEM's provider for callers that pass every embedding themselves)."""
 
     def __init__(self, dim: int = 384) -> None:
         self._dim = dim
 
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """(len(texts), dim) zeros."""
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
         return np.zeros((len(texts), self._dim), dtype=np.float32)
 
 
-class CallableEmbeddingProvider:
+class CallableEmbeddingProvider(BatchEmbedder):
     """An embedding function as a provider (EmbodiedAgents passes ``OllamaClient._embed``).
 
     Args:
@@ -131,15 +115,8 @@ class CallableEmbeddingProvider:
             dim = int(probe.shape[1])
         self._dim = dim
 
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """(len(texts), dim) float32 unit rows from one call of the function."""
-        if not texts:
-            return np.zeros((0, self._dim), dtype=np.float32)
-        return check_embeddings(np.asarray(self._fn(list(texts))), len(texts), self._dim)
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self._fn(texts))
 
 
 class SentenceTransformerProvider(SentenceTransformerEmbedder):
@@ -151,7 +128,7 @@ class SentenceTransformerProvider(SentenceTransformerEmbedder):
         super().__init__(model_name)
 
 
-class InferenceLLMClient:
+class InferenceLLMClient(PromptedLLM):
     """A model inference function as the consolidation LLM (EmbodiedAgents passes
     ``ModelClient.inference``).
 
@@ -175,26 +152,8 @@ class InferenceLLMClient:
         self._temperature = temperature
         self._max_new_tokens = max_new_tokens
 
-    def summarize(self, texts: list[str]) -> str:
-        """A short summary of observation texts."""
-        prompt = SUMMARIZE_PROMPT.format(texts=numbered(texts[:MAX_PROMPT_TEXTS]))
-        return self._text(self._chat(prompt))
-
-    def synthesize(self, texts_by_layer: dict[str, list[str]]) -> str:
-        """A summary across perception layers (agreements and contradictions)."""
-        block = "\n".join(
-            f"[{layer}]\n{numbered(texts[:MAX_PROMPT_TEXTS])}"
-            for layer, texts in texts_by_layer.items()
-        )
-        return self._text(self._chat(SYNTHESIZE_PROMPT.format(texts=block)))
-
-    def extract_entities(self, texts: list[str]) -> Sequence[ExtractedEntity]:
-        """Entities of the texts, each with the index of the text it came from."""
-        return parse_entities_json(
-            self._chat(EXTRACT_PROMPT.format(texts=numbered(texts))), len(texts)
-        )
-
-    def _chat(self, prompt: str) -> str:
+    def _chat(self, prompt: str, *, schema: dict[str, Any] | None = None) -> str:
+        # The inference function takes no answer schema: the prompt itself asks for JSON.
         result = self._fn(
             {
                 "query": [{"role": "user", "content": prompt}],
@@ -206,12 +165,8 @@ class InferenceLLMClient:
         output = result.get("output") if isinstance(result, Mapping) else None
         return output if isinstance(output, str) else ""
 
-    @staticmethod
-    def _text(answer: str) -> str:
-        text = " ".join(strip_thinking(answer).split())
-        if not text:
-            raise MalformedAnswerError("the inference function returned no text")
-        return text
+    def _empty_answer(self) -> str:
+        return "the inference function returned no text"
 
 
 EMEM_MODULES: dict[str, dict[str, Any]] = {

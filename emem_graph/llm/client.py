@@ -3,8 +3,10 @@
 An LLM client writes gist text (``summarize``, ``synthesize`` across perception layers) and finds
 entities (``extract_entities``). Any object with these three methods works (eMEM's clients too:
 their entity dicts are accepted). Shipped: OllamaLLM (here) and FallbackLLM (fallback.py, no
-model at all). Consolidation never depends on an LLM answering: every failure — unreachable,
-slow, HTTP 500, malformed output — falls back to the built-in summarizer and extractor.
+model at all); PromptedLLM holds the prompts and answer reading that OllamaLLM and the compat
+layer's inference-function client share. Consolidation never depends on an LLM answering: every
+failure — unreachable, slow, HTTP 500, malformed output — falls back to the built-in summarizer
+and extractor.
 """
 
 from __future__ import annotations
@@ -197,7 +199,46 @@ def numbered(texts: Sequence[str]) -> str:
     return "\n".join(f"{i + 1}. {t}" for i, t in enumerate(texts))
 
 
-class OllamaLLM:
+class PromptedLLM:
+    """An LLMClient built on emem_graph's prompts: summarize, synthesize and extract_entities
+    format the prompt and read the answer; a subclass sends one prompt (``_chat``) and says who
+    answered empty (``_empty_answer``)."""
+
+    def summarize(self, texts: list[str]) -> str:
+        """A short summary of observation texts."""
+        prompt = SUMMARIZE_PROMPT.format(texts=numbered(texts[:MAX_PROMPT_TEXTS]))
+        return self._text(self._chat(prompt))
+
+    def synthesize(self, texts_by_layer: dict[str, list[str]]) -> str:
+        """A cross-layer summary highlighting agreements and contradictions."""
+        block = "\n".join(
+            f"[{layer}]\n{numbered(texts[:MAX_PROMPT_TEXTS])}"
+            for layer, texts in texts_by_layer.items()
+        )
+        return self._text(self._chat(SYNTHESIZE_PROMPT.format(texts=block)))
+
+    def extract_entities(self, texts: list[str]) -> list[ExtractedEntity]:
+        """Entities of the texts with the index of the text each came from (JSON output)."""
+        answer = self._chat(EXTRACT_PROMPT.format(texts=numbered(texts)), schema=ENTITY_SCHEMA)
+        return parse_entities_json(answer, len(texts))
+
+    def _chat(self, prompt: str, *, schema: dict[str, Any] | None = None) -> str:
+        """The answer text to one user prompt (``schema``: the JSON shape asked for, where the
+        backend can enforce one)."""
+        raise NotImplementedError
+
+    def _empty_answer(self) -> str:
+        """The error message for an answer with no text."""
+        return "the LLM returned an empty answer"
+
+    def _text(self, answer: str) -> str:
+        text = " ".join(strip_thinking(answer).split())
+        if not text:
+            raise MalformedAnswerError(self._empty_answer())
+        return text
+
+
+class OllamaLLM(PromptedLLM):
     """An LLMClient backed by an Ollama server through the ``ollama`` client.
 
     Each request has a timeout; connection errors, timeouts and HTTP 5xx are retried with
@@ -238,24 +279,6 @@ class OllamaLLM:
         self._backoff = backoff
         self._options = {"temperature": temperature, "num_predict": max_tokens}
 
-    def summarize(self, texts: list[str]) -> str:
-        """A short summary of observation texts."""
-        prompt = SUMMARIZE_PROMPT.format(texts=numbered(texts[:MAX_PROMPT_TEXTS]))
-        return self._text(self._chat(prompt))
-
-    def synthesize(self, texts_by_layer: dict[str, list[str]]) -> str:
-        """A cross-layer summary highlighting agreements and contradictions."""
-        block = "\n".join(
-            f"[{layer}]\n{numbered(texts[:MAX_PROMPT_TEXTS])}"
-            for layer, texts in texts_by_layer.items()
-        )
-        return self._text(self._chat(SYNTHESIZE_PROMPT.format(texts=block)))
-
-    def extract_entities(self, texts: list[str]) -> list[ExtractedEntity]:
-        """Entities of the texts with the index of the text each came from (JSON output)."""
-        answer = self._chat(EXTRACT_PROMPT.format(texts=numbered(texts)), schema=ENTITY_SCHEMA)
-        return parse_entities_json(answer, len(texts))
-
     def choose_area(self, question: str, summaries: list[str]) -> int:
         """The 0-based index of the area summary most likely to answer ``question`` (the area
         walk's choice of a child; optional for other clients: without it the walk ranks by
@@ -272,11 +295,8 @@ class OllamaLLM:
         at temperature 0 (the user profile's instruction parsing)."""
         return self._chat(prompt, schema=schema, options={**self._options, "temperature": 0.0})
 
-    def _text(self, answer: str) -> str:
-        text = " ".join(strip_thinking(answer).split())
-        if not text:
-            raise MalformedAnswerError(f"Ollama model {self.model!r} returned an empty answer")
-        return text
+    def _empty_answer(self) -> str:
+        return f"Ollama model {self.model!r} returned an empty answer"
 
     def _chat(
         self,
