@@ -16,71 +16,49 @@ dimensions: 77 MB at 50k observations), none past the limit.
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
+
+from emem_graph.storage.row_vectors import RowVectors, unit_query
 
 _INITIAL_ROWS = 1024
 
 
-class ExactVectors:
+class ExactVectors(RowVectors[tuple[np.ndarray, np.ndarray]]):
     """Unit float32 vectors by row with a flag per row (held or not), scored against a query
     in process. Thread-safe: writers (the store's writer, the loader at open) and readers
     take one lock."""
 
     def __init__(self, dim: int) -> None:
-        self.dim = dim
-        self._lock = threading.Lock()
+        super().__init__(dim)
         self._matrix = np.zeros((0, dim), dtype=np.float32)
         self._held = np.zeros(0, dtype=bool)
         self._gone = np.zeros(0, dtype=bool)
         """Rows whose vector was deleted: a late load must not bring them back."""
 
-    def put(self, rows: np.ndarray, vectors: np.ndarray, *, only_missing: bool = False) -> None:
-        """Store the vectors of these rows (rows < 0 are skipped; a vector of norm 0 or not
-        finite is not held).
-
-        Args:
-            rows: index rows, one per vector.
-            vectors: the vectors as stored (any float type), one row each.
-            only_missing: leave rows that already have a vector, or had one deleted (the
-                loader at open: the writer's newer vectors win).
-        """
-        rows = np.asarray(rows, dtype=np.int64)
-        matrix = np.asarray(vectors, dtype=np.float32).reshape(-1, self.dim)
-        keep = rows >= 0
-        rows, matrix = rows[keep], matrix[keep]
-        if rows.size == 0:
-            return
+    def _encode(self, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # (unit rows, usable): a vector of norm 0 or not finite is not held.
         norms = np.linalg.norm(matrix, axis=1)
         usable = np.isfinite(norms) & (norms > 0)
-        units = matrix / np.where(usable, norms, 1.0)[:, None]
-        with self._lock:
-            self._reserve(int(rows.max()) + 1)
-            if only_missing:
-                free = ~self._held[rows] & ~self._gone[rows]
-                rows, units, usable = rows[free], units[free], usable[free]
-            self._matrix[rows] = units
-            self._held[rows] = usable
+        return matrix / np.where(usable, norms, 1.0)[:, None], usable
 
-    def clear(self, rows: np.ndarray) -> None:
-        """Forget the vectors of these rows (deleted from LanceDB; rows < 0 are skipped)."""
-        rows = np.asarray(rows, dtype=np.int64)
-        rows = rows[rows >= 0]
-        if rows.size == 0:
-            return
-        with self._lock:
-            self._reserve(int(rows.max()) + 1)
-            self._held[rows] = False
-            self._gone[rows] = True
+    def _write(
+        self, rows: np.ndarray, encoded: tuple[np.ndarray, np.ndarray], only_missing: bool
+    ) -> None:
+        units, usable = encoded
+        if only_missing:
+            free = ~self._held[rows] & ~self._gone[rows]
+            rows, units, usable = rows[free], units[free], usable[free]
+        self._matrix[rows] = units
+        self._held[rows] = usable
+
+    def _forget(self, rows: np.ndarray) -> None:
+        self._held[rows] = False
+        self._gone[rows] = True
 
     def scores(self, query: np.ndarray, n_rows: int) -> np.ndarray:
         """Cosine similarity of ``query`` to the vector of each row in [0, n_rows), NaN for a
         row without one."""
-        unit = np.asarray(query, dtype=np.float32).reshape(-1)
-        norm = float(np.linalg.norm(unit))
-        if norm > 0:
-            unit = unit / norm
+        unit = unit_query(query)
         out = np.full(n_rows, np.nan, dtype=np.float32)
         with self._lock:
             m = min(n_rows, self._held.shape[0])
@@ -93,10 +71,7 @@ class ExactVectors:
         """Cosine similarity of ``query`` to the vector of each of ``rows`` (index rows), NaN
         for a row without one."""
         rows = np.asarray(rows, dtype=np.int64)
-        unit = np.asarray(query, dtype=np.float32).reshape(-1)
-        norm = float(np.linalg.norm(unit))
-        if norm > 0:
-            unit = unit / norm
+        unit = unit_query(query)
         out = np.full(rows.size, np.nan, dtype=np.float32)
         with self._lock:
             inside = np.flatnonzero(rows < self._held.shape[0])

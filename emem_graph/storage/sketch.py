@@ -18,9 +18,9 @@ Memory: dim + 4 bytes per observation (388 MB at 1M observations of 384 dimensio
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
+
+from emem_graph.storage.row_vectors import RowVectors, unit_query
 
 BLOCK = 1 << 16
 """Rows per block: the sketch grows by a block, never by copying what it holds."""
@@ -31,32 +31,18 @@ _GONE = -1.0
 """Scale of a row whose vector was deleted: a late load must not bring it back."""
 
 
-class VectorSketch:
+class VectorSketch(RowVectors[tuple[np.ndarray, np.ndarray]]):
     """int8 vectors by row, scored against a query in process. Thread-safe: writers (the
     store's writer and the loader at open) and readers take one lock for the rows they touch.
     """
 
     def __init__(self, dim: int) -> None:
-        self.dim = dim
-        self._lock = threading.Lock()
+        super().__init__(dim)
         self._codes: list[np.ndarray] = []
         self._scales: list[np.ndarray] = []
 
-    def put(self, rows: np.ndarray, vectors: np.ndarray, *, only_missing: bool = False) -> None:
-        """Store the vectors of these rows (rows < 0 are skipped).
-
-        Args:
-            rows: index rows, one per vector.
-            vectors: the vectors (any float type), one row each.
-            only_missing: leave rows that already have a vector, or had one deleted (the
-                loader at open: the writer's newer vectors win).
-        """
-        rows = np.asarray(rows, dtype=np.int64)
-        matrix = np.asarray(vectors, dtype=np.float32).reshape(-1, self.dim)
-        keep = rows >= 0
-        rows, matrix = rows[keep], matrix[keep]
-        if rows.size == 0:
-            return
+    def _encode(self, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # (int8 codes, scales): a vector of norm 0 or not finite gets the deleted scale.
         largest = np.abs(matrix).max(axis=1)
         norms = np.linalg.norm(matrix, axis=1)
         usable = (largest > 0) & np.isfinite(norms)
@@ -64,34 +50,28 @@ class VectorSketch:
         codes = np.rint(matrix / step[:, None]).astype(np.int8)
         # A score is step * (codes . q) / |v| for a unit query: the scale holds step / |v|.
         scales = np.where(usable, step / np.where(usable, norms, 1.0), _GONE).astype(np.float32)
-        with self._lock:
-            self._reserve(int(rows.max()) + 1)
-            for block, at, part in self._by_block(rows):
-                if only_missing:
-                    free = self._scales[block][at] == _MISSING
-                    at, part = at[free], part[free]
-                self._codes[block][at] = codes[part]
-                self._scales[block][at] = scales[part]
+        return codes, scales
 
-    def clear(self, rows: np.ndarray) -> None:
-        """Forget the vectors of these rows (deleted from LanceDB; rows < 0 are skipped)."""
-        rows = np.asarray(rows, dtype=np.int64)
-        rows = rows[rows >= 0]
-        if rows.size == 0:
-            return
-        with self._lock:
-            self._reserve(int(rows.max()) + 1)
-            for block, at, _ in self._by_block(rows):
-                self._scales[block][at] = _GONE
+    def _write(
+        self, rows: np.ndarray, encoded: tuple[np.ndarray, np.ndarray], only_missing: bool
+    ) -> None:
+        codes, scales = encoded
+        for block, at, part in self._by_block(rows):
+            if only_missing:
+                free = self._scales[block][at] == _MISSING
+                at, part = at[free], part[free]
+            self._codes[block][at] = codes[part]
+            self._scales[block][at] = scales[part]
+
+    def _forget(self, rows: np.ndarray) -> None:
+        for block, at, _ in self._by_block(rows):
+            self._scales[block][at] = _GONE
 
     def scores(self, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
         """Cosine similarity of the query to the vector of each row (sorted rows), NaN for a
         row without one."""
         rows = np.asarray(rows, dtype=np.int64)
-        unit = np.asarray(query, dtype=np.float32).reshape(-1)
-        norm = float(np.linalg.norm(unit))
-        if norm > 0:
-            unit = unit / norm
+        unit = unit_query(query)
         out = np.full(rows.size, np.nan, dtype=np.float32)
         with self._lock:
             held = len(self._scales) * BLOCK

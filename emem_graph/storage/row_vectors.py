@@ -1,0 +1,80 @@
+"""RowVectors: observation vectors held in process by observation-index row.
+
+What ExactVectors (float32, exact.py) and VectorSketch (int8, sketch.py) share: the rows a put
+or clear takes (rows < 0 skipped), the order of work (encode outside the lock, then grow and write
+under it) and the unit query a search scores with. Each subclass says how it encodes, writes,
+forgets and grows.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Generic, TypeVar
+
+import numpy as np
+
+Encoded = TypeVar("Encoded")
+"""What a subclass makes of a batch of vectors before writing it (e.g. unit rows and flags)."""
+
+
+class RowVectors(Generic[Encoded]):
+    """Vectors by row with one lock: writers (the store's writer, the loader at open) and
+    readers take it for the rows they touch."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._lock = threading.Lock()
+
+    def put(self, rows: np.ndarray, vectors: np.ndarray, *, only_missing: bool = False) -> None:
+        """Store the vectors of these rows (rows < 0 are skipped; a vector of norm 0 or not
+        finite is not held).
+
+        Args:
+            rows: index rows, one per vector.
+            vectors: the vectors as stored (any float type), one row each.
+            only_missing: leave rows that already have a vector, or had one deleted (the
+                loader at open: the writer's newer vectors win).
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        matrix = np.asarray(vectors, dtype=np.float32).reshape(-1, self.dim)
+        keep = rows >= 0
+        rows, matrix = rows[keep], matrix[keep]
+        if rows.size == 0:
+            return
+        encoded = self._encode(matrix)
+        with self._lock:
+            self._reserve(int(rows.max()) + 1)
+            self._write(rows, encoded, only_missing)
+
+    def clear(self, rows: np.ndarray) -> None:
+        """Forget the vectors of these rows (deleted from LanceDB; rows < 0 are skipped)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        rows = rows[rows >= 0]
+        if rows.size == 0:
+            return
+        with self._lock:
+            self._reserve(int(rows.max()) + 1)
+            self._forget(rows)
+
+    def _encode(self, matrix: np.ndarray) -> Encoded:
+        """The batch's (float32, one row per vector) form for ``_write``; runs outside the lock."""
+        raise NotImplementedError
+
+    def _write(self, rows: np.ndarray, encoded: Encoded, only_missing: bool) -> None:
+        """Write an encoded batch to its rows (the lock held, the rows reserved)."""
+        raise NotImplementedError
+
+    def _forget(self, rows: np.ndarray) -> None:
+        """Mark the rows deleted (the lock held, the rows reserved)."""
+        raise NotImplementedError
+
+    def _reserve(self, rows: int) -> None:
+        """Grow to hold at least ``rows`` rows (the lock held)."""
+        raise NotImplementedError
+
+
+def unit_query(query: np.ndarray) -> np.ndarray:
+    """The query as a float32 unit vector (a zero query stays zero)."""
+    unit = np.asarray(query, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(unit))
+    return unit / norm if norm > 0 else unit
