@@ -106,6 +106,17 @@ def no_emem_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     importlib.invalidate_caches()
 
 
+@pytest.fixture
+def installed_emem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_emem_module: None) -> None:
+    """A stand-in for an installed eMEM on sys.path (the real one needs hnswlib built from
+    source): a package ``emem`` holding ``REAL_EMEM = True``."""
+    package = tmp_path / "site" / "emem"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("REAL_EMEM = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    importlib.invalidate_caches()
+
+
 def component_config(db_path: str, embedding_dim: int) -> Any:
     """The eMEM config exactly as Memory.custom_on_configure builds it."""
     from emem.config import SpatioTemporalMemoryConfig
@@ -191,16 +202,7 @@ def test_unalias_emem_makes_emem_unimportable_again(aliased: None) -> None:
     alias_emem()  # the fixture's teardown unaliases again
 
 
-def test_alias_refuses_to_hide_an_installed_emem(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_emem_module: None
-) -> None:
-    # A stand-in for an installed eMEM (the real one needs hnswlib built from source).
-    package = tmp_path / "site" / "emem"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("REAL_EMEM = True\n")
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    importlib.invalidate_caches()
-
+def test_alias_refuses_to_hide_an_installed_emem(installed_emem: None) -> None:
     with pytest.raises(EmemAliasError, match=r"real eMEM is installed .*site/emem") as caught:
         alias_emem()
     assert isinstance(caught.value, EmemGraphError)
@@ -211,14 +213,7 @@ def test_alias_refuses_to_hide_an_installed_emem(
     assert emem.REAL_EMEM  # untouched
 
 
-def test_alias_hides_an_imported_emem_only_when_told_and_warns(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_emem_module: None
-) -> None:
-    package = tmp_path / "site" / "emem"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("REAL_EMEM = True\n")
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    importlib.invalidate_caches()
+def test_alias_hides_an_imported_emem_only_when_told_and_warns(installed_emem: None) -> None:
     import emem
 
     assert emem.REAL_EMEM
