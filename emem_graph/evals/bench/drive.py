@@ -30,19 +30,10 @@ from emem_graph.evals.bench.workload import (
 )
 from emem_graph.ingest.embeddings import EmbeddingProvider
 from emem_graph.memory import SpatioTemporalMemory
+from emem_graph.retrieval.schemas import CORE_TOOLS
 
-TOOLS = (
-    "semantic_search",
-    "spatial_query",
-    "temporal_query",
-    "episode_summary",
-    "get_current_context",
-    "search_gists",
-    "entity_query",
-    "locate",
-    "recall",
-    "body_status",
-)
+TOOLS = CORE_TOOLS
+"""The ten retrieval tools the bench times, in API.md's order."""
 AREA_SEARCH = "semantic_search_area"
 """semantic_search with the 1% area prefilter (near_x, near_y, spatial_radius)."""
 _NUMBERED = re.compile(r"^\d+\. ", re.MULTILINE)
