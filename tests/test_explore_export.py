@@ -13,12 +13,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from stepped_memory import START, SteppedMemory
 
-from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
+from emem_graph import HashingEmbedder
 from emem_graph.cli import main
 from emem_graph.outputs import DIRECTORY_MARKER
 
-START = 1_790_000_000.0
 KITCHEN = (1.0, 2.0)
 HALL = (20.0, 20.0)
 NODE_TABLES = (
@@ -47,24 +47,12 @@ def memory(tmp_path_factory: pytest.TempPathFactory) -> Remembered:
     gist), detections after them for extract_entities, entities added by hand (one merged),
     and a body-state reading in the hall."""
     directory = tmp_path_factory.mktemp("export") / "mem"
-    now = [START]
-
-    def clock() -> float:
-        return now[0]
-
-    def step(seconds: float = 10.0) -> float:
-        now[0] += seconds
-        return now[0]
-
-    mem = SpatioTemporalMemory(
-        config=MemoryConfig(db_path=str(directory), maintenance_interval=None),
-        embedding_provider=HashingEmbedder(384),
-        get_current_time=clock,
-    )
+    stepped = SteppedMemory(directory)
+    mem, step = stepped.memory, stepped.step
     texts: dict[str, str] = {}
 
     def add(text: str, x: float, y: float, **kwargs: object) -> None:
-        texts[mem.add(text, x, y, timestamp=step(), layer_name="vision", **kwargs)] = text
+        texts[stepped.add(text, x, y, **kwargs)] = text
 
     kitchen = mem.start_episode("kitchen")
     add("2 chairs, 1 person", KITCHEN[0], KITCHEN[1], source_type="detection")
@@ -80,16 +68,8 @@ def memory(tmp_path_factory: pytest.TempPathFactory) -> Remembered:
     mem.end_episode(wait=True)
     step(300)
     add("2 chairs, 1 table", KITCHEN[0] + 0.1, KITCHEN[1] + 0.1, source_type="detection")
-    mem.add_entity("red door", 5.0, 5.0, timestamp=step())
-    mem.add_entity("red door", 5.1, 5.0, timestamp=step())
-    mem.add_entity("charging dock", -10.0, -10.0, timestamp=step())
-    mem.extract_entities()
     # The capabilities' tables: places come with the observations; a profile fact and routine.
-    mem.profile.add_object_semantics("alice", "my favorite cup", ["yellow cup"])
-    mem.profile.add_user_pattern(
-        "alice", "my tea", ["put the kettle on the stove", "move the cup to the table"]
-    )
-    mem.close()
+    stepped.finish()
     return Remembered(directory, kitchen, hall, texts)
 
 

@@ -12,15 +12,14 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from stepped_memory import START, SteppedMemory
 
-from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
 from emem_graph.cli import main
 from emem_graph.errors import GraphEngineMismatchError
 from emem_graph.storage.graph import ENGINES, GraphDB, file_engine, resolve_engine
 from emem_graph.storage.graph_transfer import export_tables
 from emem_graph.storage.store import GRAPH_FILE
 
-START = 1_790_000_000.0
 JOURNAL_TABLES = {"VectorSync"}
 """Tables empty in a closed memory (the vector journal)."""
 
@@ -28,20 +27,8 @@ JOURNAL_TABLES = {"VectorSync"}
 def build_memory(directory: Path) -> None:
     """Every node and edge type of the schema: episodes (one a subtask), gists, entities and
     their positions and co-occurrences, a walk (places, CONNECTS), a body state, a profile."""
-    now = [START]
-
-    def step(seconds: float = 10.0) -> float:
-        now[0] += seconds
-        return now[0]
-
-    mem = SpatioTemporalMemory(
-        config=MemoryConfig(db_path=str(directory), maintenance_interval=None),
-        embedding_provider=HashingEmbedder(384),
-        get_current_time=lambda: now[0],
-    )
-
-    def add(text: str, x: float, y: float, **kwargs: object) -> None:
-        mem.add(text, x, y, timestamp=step(), layer_name="vision", **kwargs)
+    stepped = SteppedMemory(directory)
+    mem, step, add = stepped.memory, stepped.step, stepped.add
 
     kitchen = mem.start_episode("kitchen")
     add("2 chairs, 1 person", 1.0, 2.0, source_type="detection")
@@ -61,15 +48,7 @@ def build_memory(directory: Path) -> None:
     mem.end_episode(wait=True)
     step(300)
     add("2 chairs, 1 table", 1.1, 2.1, source_type="detection")
-    mem.add_entity("red door", 5.0, 5.0, timestamp=step())
-    mem.add_entity("red door", 5.1, 5.0, timestamp=step())
-    mem.add_entity("charging dock", -10.0, -10.0, timestamp=step())
-    mem.extract_entities()
-    mem.profile.add_object_semantics("alice", "my favorite cup", ["yellow cup"])
-    mem.profile.add_user_pattern(
-        "alice", "my tea", ["put the kettle on the stove", "move the cup to the table"]
-    )
-    mem.close()
+    stepped.finish()
 
 
 def fingerprint(directory: Path) -> dict[str, tuple[int, int, str]]:
@@ -165,11 +144,7 @@ def test_migrating_there_and_back_gives_every_row_of_every_table_unchanged(
 def test_the_copy_answers_like_the_source(migrated: Migrated) -> None:
     answers = []
     for directory in (migrated.source, migrated.back):
-        mem = SpatioTemporalMemory(
-            config=MemoryConfig(db_path=str(directory), maintenance_interval=None),
-            embedding_provider=HashingEmbedder(384),
-            get_current_time=lambda: START + 3600,
-        )
+        mem = SteppedMemory(directory, start=START + 3600).memory  # no step: the clock stays
         try:
             answers.append(
                 [
