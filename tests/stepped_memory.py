@@ -4,6 +4,7 @@ that each write moves on, and the entities and profile both finish it with."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
 
@@ -32,7 +33,7 @@ class SteppedMemory:
         self.now += seconds
         return self.now
 
-    def add(self, text: str, x: float, y: float, **kwargs: object) -> str:
+    def add(self, text: str, x: float, y: float, **kwargs: Any) -> str:
         """Add a vision observation one step later; returns its id."""
         return self.memory.add(text, x, y, timestamp=self.step(), layer_name="vision", **kwargs)
 
