@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 import ros_messages as rm
 from hypothesis import HealthCheck, given, settings
@@ -662,7 +663,12 @@ def test_an_entity_the_graph_cannot_write_is_set_aside_and_the_others_land(
 
     def refusing(change: Any) -> None:
         for step in change.steps:
-            if any(row.get("name") == "cursed chair" for row in step.each or ()):
+            # One statement per row (each), or a batch of rows as one Arrow table.
+            batch = (step.params or {}).get("rows")
+            if isinstance(batch, pa.Table):
+                batch = batch.to_pylist()
+            rows = list(step.each or ()) + list(batch or ())
+            if any(row.get("name") == "cursed chair" for row in rows):
                 raise StorageError("graph query create_entity failed: refused for the test")
         apply(change)
 
