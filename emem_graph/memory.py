@@ -11,11 +11,12 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, cast, overload
 
 import numpy as np
 
 from emem_graph import validation
+from emem_graph.areas import AreaMemory
 from emem_graph.capability import Capability
 from emem_graph.config import DEFAULT_DB_PATH, MemoryConfig
 from emem_graph.config import settle as settle_config
@@ -40,7 +41,9 @@ from emem_graph.models import (
     Episode,
     Observation,
 )
+from emem_graph.profile import UserProfile
 from emem_graph.retrieval.tools import RetrievalTools
+from emem_graph.spatial import SpatialTools
 from emem_graph.storage.store import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -60,6 +63,8 @@ class _EntitySighting:
 _ENTITY_SIGHTING = _EntitySighting()
 
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def _writes(method: F) -> F:
@@ -77,6 +82,36 @@ def _writes(method: F) -> F:
         return method(self, *args, **kwargs)
 
     return cast(F, refusing)
+
+
+class _Delegated(Generic[P, R]):
+    """A facade method that is the same-named method of one of the memory's parts (its
+    retrieval tools, places, areas, profile): signature, defaults and docstring are the part's,
+    written once there. On the class it is the part's function (for inspection)."""
+
+    def __init__(self, part: str, method: Callable[Concatenate[Any, P], R]) -> None:
+        self._part = part
+        self._method = method
+        self._name = method.__name__
+        self.__doc__ = method.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        if name != self._name:
+            raise TypeError(f"facade method {name} delegates to a method named {self._name}")
+
+    @overload
+    def __get__(self, memory: None, owner: type) -> Callable[Concatenate[Any, P], R]: ...
+
+    @overload
+    def __get__(self, memory: object, owner: type | None = None) -> Callable[P, R]: ...
+
+    def __get__(
+        self, memory: object | None, owner: type | None = None
+    ) -> Callable[P, R] | Callable[Concatenate[Any, P], R]:
+        if memory is None:
+            return self._method
+        bound: Callable[P, R] = getattr(getattr(memory, self._part), self._name)
+        return bound
 
 
 class SpatioTemporalMemory:
@@ -172,21 +207,15 @@ class SpatioTemporalMemory:
         self._capabilities: list[Capability] = []
         # Capabilities, one block each (their code lives in their own packages):
         # capability: spatial
-        from emem_graph.spatial import SpatialTools
-
         self.places = SpatialTools(self, self._store, self._clock)
         """The topological map (places, routes) and the spatial tools (emem_graph.spatial)."""
         self._capabilities.append(self.places)
         # capability: areas
-        from emem_graph.areas import AreaMemory
-
         self.areas = AreaMemory(
             self, self._store, clock=self._clock, guard=self._consolidation.guard
         )
         self._capabilities.append(self.areas)
         # capability: profile
-        from emem_graph.profile import UserProfile
-
         self.profile = UserProfile(self, self._store, clock=self._clock)
         """Users' personal knowledge (facts, routines) grounded in entities (emem_graph.profile)."""
         self._capabilities.append(self.profile)
@@ -672,8 +701,9 @@ class SpatioTemporalMemory:
                 log.exception("capability %s failed on a written batch", capability.name)
 
     # --- retrieval tools (emem_graph.retrieval) ------------------------------------------------
-    # Thin delegations: the tools, their schemas, validation and formatting live in
-    # emem_graph/retrieval (tools.py, schemas.py, dispatch.py). Each tool flushes first and
+    # Delegations (_Delegated: the signature and docstring are the tool's own): the tools, their
+    # schemas, validation and formatting live in emem_graph/retrieval (tools.py, schemas.py,
+    # dispatch.py). Each tool flushes first and
     # raises InvalidInputError (a ValueError) on bad arguments; dispatch_tool_call never raises.
     # Each tool's parameters are defined in its schema; tests/test_tool_definitions.py checks
     # that these methods take exactly those (names, order, defaults, types).
@@ -704,130 +734,16 @@ class SpatioTemporalMemory:
         returns its text, or one line ``Error: ...``. Never raises."""
         return self.tools.dispatch(tool_name, arguments)
 
-    def semantic_search(
-        self,
-        query: str,
-        n_results: int = 10,
-        layer: str | None = None,
-        time_after: str | float | None = None,
-        time_before: str | float | None = None,
-        near_x: float | None = None,
-        near_y: float | None = None,
-        spatial_radius: float | None = None,
-        episode_id: str | None = None,
-        include_body_state: bool = False,
-        scope: str = "local",
-    ) -> str:
-        """Hybrid (vector + keyword) search over observations, gists and entities
-        (scope="global": the walk down the area hierarchy, as global_search)."""
-        return self.tools.semantic_search(
-            query, n_results, layer, time_after, time_before, near_x, near_y, spatial_radius,
-            episode_id, include_body_state, scope,
-        )  # fmt: skip
-
-    def spatial_query(
-        self,
-        x: float,
-        y: float,
-        z: float = 0.0,
-        radius: float = 2.0,
-        layer: str | None = None,
-        time_after: str | float | None = None,
-        time_before: str | float | None = None,
-        n_results: int = 10,
-        include_body_state: bool = False,
-    ) -> str:
-        """Observations within ``radius`` of (x, y), nearest first."""
-        return self.tools.spatial_query(
-            x, y, z, radius, layer, time_after, time_before, n_results, include_body_state
-        )
-
-    def temporal_query(
-        self,
-        time_after: str | float | None = None,
-        time_before: str | float | None = None,
-        last_n_minutes: float | None = None,
-        layer: str | None = None,
-        near_x: float | None = None,
-        near_y: float | None = None,
-        spatial_radius: float | None = None,
-        order: str = "newest",
-        n_results: int = 10,
-        include_body_state: bool = False,
-    ) -> str:
-        """Observations in a time window (gists when they were consolidated)."""
-        return self.tools.temporal_query(
-            time_after, time_before, last_n_minutes, layer, near_x, near_y, spatial_radius,
-            order, n_results, include_body_state,
-        )  # fmt: skip
-
-    def episode_summary(
-        self, episode_id: str | None = None, task_name: str | None = None, last_n: int = 1
-    ) -> str:
-        """Status, summary and observation span of episodes."""
-        return self.tools.episode_summary(episode_id, task_name, last_n)
-
-    def get_current_context(self, radius: float = 3.0, include_recent_minutes: float = 5.0) -> str:
-        """Position, surroundings, recent observations and body status."""
-        return self.tools.get_current_context(radius, include_recent_minutes)
-
-    def search_gists(
-        self,
-        query: str,
-        n_results: int = 10,
-        time_after: str | float | None = None,
-        time_before: str | float | None = None,
-    ) -> str:
-        """Hybrid search over the consolidated summaries."""
-        return self.tools.search_gists(query, n_results, time_after, time_before)
-
-    def entity_query(
-        self,
-        name: str | None = None,
-        entity_type: str | None = None,
-        near_x: float | None = None,
-        near_y: float | None = None,
-        spatial_radius: float | None = None,
-        last_seen_after: str | float | None = None,
-        n_results: int = 10,
-    ) -> str:
-        """Entities by name substring, type, area and last sighting."""
-        return self.tools.entity_query(
-            name, entity_type, near_x, near_y, spatial_radius, last_seen_after, n_results
-        )
-
-    def locate(
-        self,
-        concept: str,
-        n_results: int = 10,
-        layer: str | None = None,
-        time_after: str | float | None = None,
-        time_before: str | float | None = None,
-        include_body_state: bool = False,
-        at_time: str | float | None = None,
-    ) -> str:
-        """Where a concept is: position and radius from the strong matches; a thing that
-        moved is answered where it is now (``at_time``: where it was then) and says where it
-        was before."""
-        return self.tools.locate(
-            concept, n_results, layer, time_after, time_before, include_body_state, at_time
-        )
-
-    def recall(
-        self,
-        query: str,
-        n_results: int = 10,
-        radius_multiplier: float = 1.5,
-        include_body_state: bool = False,
-        scope: str = "local",
-    ) -> str:
-        """Observations, summaries and entities around where a query is located
-        (scope="global": the walk down the area hierarchy, as global_search)."""
-        return self.tools.recall(query, n_results, radius_multiplier, include_body_state, scope)
-
-    def body_status(self, layers: list[str] | None = None) -> str:
-        """The latest body-state reading per layer."""
-        return self.tools.body_status(layers)
+    semantic_search = _Delegated("tools", RetrievalTools.semantic_search)
+    spatial_query = _Delegated("tools", RetrievalTools.spatial_query)
+    temporal_query = _Delegated("tools", RetrievalTools.temporal_query)
+    episode_summary = _Delegated("tools", RetrievalTools.episode_summary)
+    get_current_context = _Delegated("tools", RetrievalTools.get_current_context)
+    search_gists = _Delegated("tools", RetrievalTools.search_gists)
+    entity_query = _Delegated("tools", RetrievalTools.entity_query)
+    locate = _Delegated("tools", RetrievalTools.locate)
+    recall = _Delegated("tools", RetrievalTools.recall)
+    body_status = _Delegated("tools", RetrievalTools.body_status)
 
     @_writes
     def store_specific_memory(
@@ -843,34 +759,9 @@ class SpatioTemporalMemory:
 
     # --- capabilities' tools (thin delegations, one block per capability) ----------------------
     # tools: spatial
-    def route_query(
-        self,
-        target: str,
-        goal: str,
-        start: str | None = None,
-        max_detour: float = 30.0,
-        n_results: int = 10,
-    ) -> str:
-        """Candidates of ``target`` ranked by their detour from the route start -> goal."""
-        return self.places.route_query(target, goal, start, max_detour, n_results)
-
-    def directional_query(
-        self,
-        target: str,
-        anchor: str,
-        direction: str,
-        max_distance: float = 50.0,
-        route_goal: str | None = None,
-        n_results: int = 10,
-    ) -> str:
-        """Candidates of ``target`` in a direction from ``anchor``, nearest first."""
-        return self.places.directional_query(
-            target, anchor, direction, max_distance, route_goal, n_results
-        )
-
-    def navigate_to(self, concept: str) -> str:
-        """Waypoints from the current position to where ``concept`` is."""
-        return self.places.navigate_to(concept)
+    route_query = _Delegated("places", SpatialTools.route_query)
+    directional_query = _Delegated("places", SpatialTools.directional_query)
+    navigate_to = _Delegated("places", SpatialTools.navigate_to)
 
     @_writes
     @while_open
@@ -880,27 +771,11 @@ class SpatioTemporalMemory:
         return self.places.rebuild()
 
     # tools: areas
-    def describe_area(
-        self,
-        concept: str | None = None,
-        near_x: float | None = None,
-        near_y: float | None = None,
-        spatial_radius: float | None = None,
-        n_results: int = 3,
-        n_walks: int = 3,
-    ) -> str:
-        """Areas (room, building, site) by concept, around a point, or an overview."""
-        return self.areas.describe_area(concept, near_x, near_y, spatial_radius, n_results, n_walks)
-
-    def global_search(self, query: str, n_results: int = 3, n_walks: int = 3) -> str:
-        """Implicit or global question: chains memory -> room -> ... -> site."""
-        return self.areas.global_search(query, n_results, n_walks)
+    describe_area = _Delegated("areas", AreaMemory.describe_area)
+    global_search = _Delegated("areas", AreaMemory.global_search)
 
     # tools: profile
-    def user_profile(self, query: str, user: str | None = None, k: int = 3) -> str:
-        """What a user told the robot about themselves that fits a request (objects they mean
-        by personal expressions, routines in order), with grounded positions."""
-        return self.profile.user_profile(query, user, k)
+    user_profile = _Delegated("profile", UserProfile.user_profile)
 
 
 class _StayReads:
