@@ -42,15 +42,12 @@ def _storable(value: Any) -> str:
         ) from None
 
 
-class ObjectSpec(BaseModel):
-    """An object of the user's world: "the yellow cup with the wooden handle" (an instance) or
-    "blue plates" (a category). A plain string is accepted as the name."""
+class _NamedSpec(BaseModel):
+    """A thing of the user's world by name; a plain string is accepted as the name."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: str
-    attributes: list[str] = Field(default_factory=list)
-    granularity: Granularity = "instance"
 
     @model_validator(mode="before")
     @classmethod
@@ -61,6 +58,14 @@ class ObjectSpec(BaseModel):
     @classmethod
     def _name(cls, value: Any) -> str:
         return _clean(value)
+
+
+class ObjectSpec(_NamedSpec):
+    """An object of the user's world: "the yellow cup with the wooden handle" (an instance) or
+    "blue plates" (a category). A plain string is accepted as the name."""
+
+    attributes: list[str] = Field(default_factory=list)
+    granularity: Granularity = "instance"
 
     @field_validator("attributes")
     @classmethod
@@ -74,24 +79,11 @@ class ObjectSpec(BaseModel):
         return self.name if not extra else f"{self.name}, {', '.join(extra)}"
 
 
-class LocationSpec(BaseModel):
+class LocationSpec(_NamedSpec):
     """A place of the user's world: name ("kitchen counter") and the expression that said it
     ("on the kitchen counter"). A plain string is accepted as the name."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
     expression: str | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_text(cls, value: Any) -> Any:
-        return {"name": value} if isinstance(value, str) else value
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, value: Any) -> str:
-        return _clean(value)
 
     @field_validator("expression")
     @classmethod
