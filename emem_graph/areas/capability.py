@@ -22,7 +22,7 @@ import numpy as np
 
 import emem_graph.areas.schemas  # noqa: F401  (registers the tools' schemas)
 from emem_graph.areas.builder import BuildResult, ForestBuilder, unit_mean
-from emem_graph.areas.forest import Area, Forest, Leaf, load_forest, load_leaves
+from emem_graph.areas.forest import Area, Forest, Leaf, gist_leaves, load_forest, load_leaves
 from emem_graph.areas.formatting import format_area, format_chain, format_walk_chain
 from emem_graph.areas.texts import AreaTexts
 from emem_graph.areas.walk import WalkResult, walk
@@ -373,19 +373,7 @@ def _numbered(blocks: list[str]) -> str:
 
 def _gist_leaves(store: MemoryStore, into: dict[str, Leaf]) -> tuple[None, dict[str, str]]:
     texts: dict[str, str] = {}
-    for row in store.graph.query("areas_gist_leaves"):
-        into.setdefault(
-            row["id"],
-            Leaf(
-                row["id"],
-                "gist",
-                row["x"],
-                row["y"],
-                row["z"] or 0.0,
-                row["t_start"],
-                row["t_end"],
-                row["layer"],
-            ),
-        )
-        texts[row["id"]] = row["text"] or ""
+    for leaf, text in gist_leaves(store):
+        into.setdefault(leaf.id, leaf)
+        texts[leaf.id] = text
     return None, texts

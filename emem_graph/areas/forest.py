@@ -7,6 +7,7 @@ from the graph on open (three named queries) and kept in step with every change 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -212,18 +213,23 @@ def load_leaves(store: MemoryStore) -> tuple[list[Leaf], dict[str, str]]:
             )
         )
     texts: dict[str, str] = {}
-    for row in store.graph.query("areas_gist_leaves"):
-        leaves.append(
-            Leaf(
-                row["id"],
-                "gist",
-                row["x"],
-                row["y"],
-                row["z"] or 0.0,
-                row["t_start"],
-                row["t_end"],
-                row["layer"],
-            )
-        )
-        texts[row["id"]] = row["text"] or ""
+    for leaf, text in gist_leaves(store):
+        leaves.append(leaf)
+        texts[leaf.id] = text
     return leaves, texts
+
+
+def gist_leaves(store: MemoryStore) -> Iterator[tuple[Leaf, str]]:
+    """The level-0 gists as leaves, each with its text (queries/areas_gist_leaves.cypher)."""
+    for row in store.graph.query("areas_gist_leaves"):
+        leaf = Leaf(
+            row["id"],
+            "gist",
+            row["x"],
+            row["y"],
+            row["z"] or 0.0,
+            row["t_start"],
+            row["t_end"],
+            row["layer"],
+        )
+        yield leaf, row["text"] or ""
