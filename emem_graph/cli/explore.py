@@ -27,17 +27,7 @@ def add_explore_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         help="from this time: '-10m' or '10m' (ago), 'yesterday', a Unix timestamp",
     )
     export.add_argument("--before", metavar="T", help="until this time (same forms as --after)")
-    export_area = export.add_mutually_exclusive_group()
-    export_area.add_argument(
-        "--near", nargs=3, type=float, metavar=("X", "Y", "R"), help="only within R m of (X, Y)"
-    )
-    export_area.add_argument(
-        "--box",
-        nargs=4,
-        type=float,
-        metavar=("XMIN", "YMIN", "XMAX", "YMAX"),
-        help="only inside this box (metres)",
-    )
+    _add_region_options(export)
     export.add_argument("--layer", metavar="L", help="only observations of this layer")
     export.add_argument("--episode", metavar="ID", help="only observations of this episode")
     export.add_argument(
@@ -64,17 +54,7 @@ def add_explore_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         "--after", metavar="T", help="from this time: '-10m' (ago), 'yesterday', a Unix timestamp"
     )
     map_.add_argument("--before", metavar="T", help="until this time (same forms as --after)")
-    where = map_.add_mutually_exclusive_group()
-    where.add_argument(
-        "--near", nargs=3, type=float, metavar=("X", "Y", "R"), help="only within R m of (X, Y)"
-    )
-    where.add_argument(
-        "--box",
-        nargs=4,
-        type=float,
-        metavar=("XMIN", "YMIN", "XMAX", "YMAX"),
-        help="only inside this box (metres)",
-    )
+    _add_region_options(map_)
     map_.add_argument(
         "--layer", action="extend", nargs="+", metavar="L", help="only these layers (default all)"
     )
@@ -90,6 +70,21 @@ def add_explore_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         help="draw the shortest route over CONNECTS between the places nearest two points",
     )
     map_.set_defaults(run=_cmd_map)
+
+
+def _add_region_options(parser: argparse.ArgumentParser) -> None:
+    """--near X Y R or --box XMIN YMIN XMAX YMAX (one of them): the region a command keeps."""
+    region = parser.add_mutually_exclusive_group()
+    region.add_argument(
+        "--near", nargs=3, type=float, metavar=("X", "Y", "R"), help="only within R m of (X, Y)"
+    )
+    region.add_argument(
+        "--box",
+        nargs=4,
+        type=float,
+        metavar=("XMIN", "YMIN", "XMAX", "YMAX"),
+        help="only inside this box (metres)",
+    )
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
