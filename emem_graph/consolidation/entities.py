@@ -531,9 +531,8 @@ class EntityResolver:
         named = self._named.get(names.normalize(sighting.name), set())
         if len(named) > whereabouts.MAX_ALIKE:
             return None  # too common a name to follow one thing by it
-        alike = sorted(named)
-        moves: list[tuple[int, float, str]] = []
-        for entity_id in alike:
+        candidates: list[_Tracked] = []
+        for entity_id in sorted(named):
             tracked = table[entity_id]
             entity, stay = tracked.entity, tracked.stay
             far = whereabouts.distance(stay, sighting.x, sighting.y)
@@ -545,21 +544,29 @@ class EntityResolver:
                 return tracked
             if at - entity.last_seen < far / whereabouts.CARRY_SPEED:
                 continue  # never in two places at once
-            missed = whereabouts.missed_at(self._store, stay, entity.layer_name, at)
-            if missed is None and not (
+            candidates.append(tracked)
+        # The one that moved: the earliest seen of those missed at their stay, else the
+        # earliest seen of the distinctive ones alone of their name gone long enough. Looked
+        # at in that order, so the absence check (an area read each) stops at the first miss.
+        candidates.sort(key=lambda t: (t.entity.last_seen, t.entity.id))
+        chosen: _Tracked | None = None
+        for tracked in candidates:
+            entity = tracked.entity
+            if whereabouts.missed_at(self._store, tracked.stay, entity.layer_name, at) is not None:
+                chosen = tracked
+                break
+            if chosen is None and (
                 not names.generic(sighting.name)
                 and at - entity.last_seen >= whereabouts.MOVE_GAP
                 and not self._coexisted(tracked)
             ):
-                continue
-            moves.append((0 if missed is not None else 1, entity.last_seen, entity_id))
-        if not moves:
+                chosen = tracked
+        if chosen is None:
             return None
-        tracked = table[min(moves)[2]]
-        self._with_vector(tracked)
-        self._leave(tracked, sighting)
-        self._grid.put(tracked.entity.id, sighting.x, sighting.y)
-        return tracked
+        self._with_vector(chosen)
+        self._leave(chosen, sighting)
+        self._grid.put(chosen.entity.id, sighting.x, sighting.y)
+        return chosen
 
     def _with_vector(self, tracked: _Tracked) -> None:
         """Give an entity its name vector (one matched from afar was never near a sighting)."""

@@ -8,6 +8,7 @@ contain the other's, with the same head noun.
 
 from __future__ import annotations
 
+import functools
 import re
 
 _WORD_RE = re.compile(r"[a-z][a-z0-9'-]*")
@@ -68,6 +69,7 @@ def singular(word: str) -> str:
     return word
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def normalize(name: str) -> str:
     """A name as singular lower-case words without articles ("The Red Chairs" -> "red chair")."""
     tokens = [t for t in words(name) if t not in {"a", "an", "the"}]
@@ -82,6 +84,7 @@ def head(name: str) -> str:
     return tokens[-1] if tokens else ""
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def compatible(a: str, b: str) -> bool:
     """True when one name is the other with more detail: same head noun, and the words of one
     contain the other's ("chair" ~ "red chair"; not "red chair" ~ "blue chair")."""
@@ -91,6 +94,7 @@ def compatible(a: str, b: str) -> bool:
     return set(left) <= set(right) or set(right) <= set(left)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def generic(name: str) -> bool:
     """True for a bare noun without modifiers ("chair", not "red chair")."""
     return len(normalize(name).split()) <= 1
