@@ -598,15 +598,7 @@ class VectorStore:
         """Which of ``ids`` have a row."""
         found: set[str] = set()
         with self._lock.reading():
-            for start in range(0, len(ids), 1000):
-                chunk = ids[start : start + 1000]
-                table = (
-                    self._table.search()
-                    .where(sql_in("id", chunk, False))
-                    .select(["id"])
-                    .limit(len(chunk))
-                    .to_arrow()
-                )
+            for table in self._rows_of(ids, ["id"]):
                 found.update(table.column("id").to_pylist())
         return found
 
@@ -615,15 +607,7 @@ class VectorStore:
         without re-embedding)."""
         found: dict[str, np.ndarray] = {}
         with self._lock.reading():
-            for start in range(0, len(ids), 1000):
-                chunk = ids[start : start + 1000]
-                table = (
-                    self._table.search()
-                    .where(sql_in("id", chunk, False))
-                    .select(["id", "vector"])
-                    .limit(len(chunk))
-                    .to_arrow()
-                )
+            for table in self._rows_of(ids, ["id", "vector"]):
                 matrix = _stored_vectors(table, self.dim)
                 # A vector with NaN or infinity was damaged on disk (Lance keeps no
                 # checksums): left out, so the caller re-embeds the node's text.
@@ -632,6 +616,19 @@ class VectorStore:
                     if finite[row]:
                         found[str(node_id)] = matrix[row]
         return found
+
+    def _rows_of(self, ids: Sequence[str], columns: list[str]) -> Generator[pa.Table, None, None]:
+        """``columns`` of the rows of ``ids``, one table per 1,000 ids (the caller holds the
+        read lock)."""
+        for start in range(0, len(ids), 1000):
+            chunk = ids[start : start + 1000]
+            yield (
+                self._table.search()
+                .where(sql_in("id", chunk, False))
+                .select(columns)
+                .limit(len(chunk))
+                .to_arrow()
+            )
 
     def scan_vectors(
         self, kind: NodeKind, batch_rows: int = 65_536
