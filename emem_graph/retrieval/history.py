@@ -256,6 +256,15 @@ def sightings(count: int) -> str:
     return f"{count} sighting{'' if count == 1 else 's'}"
 
 
+def former_stay(reader: StayReader, entity: Entity, stay: EntityPosition) -> str:
+    """``{name} was at {place} ({sightings}, {span}); it moved on at {time}.``"""
+    moved_on = stay.ended if stay.ended is not None else stay.last_seen
+    return (
+        f"{entity.name} was at {place_name(reader, entity, stay)} "
+        f"({sightings(stay.count)}, {span(stay)}); it moved on at {format_time(moved_on)}."
+    )
+
+
 def missed(reader: StayReader, entity: Entity, stay: EntityPosition, until: float) -> float | None:
     """When a look at the entity's current stay missed it (None: not since, or not current)."""
     if not stay.current:
@@ -331,12 +340,7 @@ def place(
                 stays,
                 stay,
                 now,
-                [
-                    f"At {format_time(at)}: {entity.name} was at "
-                    f"{place_name(reader, entity, stay)} "
-                    f"({sightings(stay.count)}, {span(stay)}); it moved on at "
-                    f"{format_time(stay.ended if stay.ended is not None else stay.last_seen)}.",
-                ],
+                [f"At {format_time(at)}: {former_stay(reader, entity, stay)}"],
             )
         prefix = [f"At {format_time(at)}: at its current position."]
     elif before:
@@ -351,12 +355,7 @@ def place(
                 stays,
                 stay,
                 now,
-                [
-                    f"Before its current position: {entity.name} was at "
-                    f"{place_name(reader, entity, stay)} ({sightings(stay.count)}, {span(stay)}); "
-                    f"it moved on at "
-                    f"{format_time(stay.ended if stay.ended is not None else stay.last_seen)}.",
-                ],
+                [f"Before its current position: {former_stay(reader, entity, stay)}"],
             )
     else:
         prefix = []
