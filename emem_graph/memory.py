@@ -798,4 +798,12 @@ class _StayReads:
         return reads.landmark(self._store, x, y)
 
     def missed_at(self, stay: EntityPosition, layer: str | None, until: float) -> float | None:
-        return whereabouts.missed_at(self._store, stay, layer, until)
+        # Kept until the next write to the index (entity_query asks it for every entity it
+        # answers, call after call). A time past the latest observation reads as that one: a
+        # clock that moves on without new observations asks the same question.
+        version, latest = self._store.index.version
+        at = min(until, latest)
+        key = ("missed_at", version, at, stay.x, stay.y, stay.last_seen, layer)
+        return self._store.cached_read(
+            key, lambda: whereabouts.missed_at(self._store, stay, layer, at)
+        )

@@ -136,12 +136,25 @@ class ObservationIndex:
         self._keyword_rows = 0
         """Rows [0, _keyword_rows) are in _keywords (indexed when a keyword search asks)."""
         self._keyword_lock = threading.Lock()
+        self._version = 0
+        """Changes with every write (rows added, a tier changed): reads keyed by it hold
+        until the next write."""
+        self._latest = -np.inf
+        """The latest observation time of any row."""
         self.sketch: VectorSketch | None = None
         """int8 copies of the observation vectors by row (MemoryStore fills it when the
         area sketch is on); None when off."""
 
     def __len__(self) -> int:
         return self._n
+
+    @property
+    def version(self) -> tuple[int, float]:
+        """(a number that changes with every write to the index, the latest observation time
+        of any row): a read of the index keyed by it holds until the next write, and a read up
+        to a time past the latest observation answers as one up to that observation does."""
+        with self._lock:
+            return self._version, self._latest
 
     # --- writes (the store's writer, after the graph commit) -----------------------------------
 
@@ -205,6 +218,7 @@ class ObservationIndex:
             tiers = self._tier.copy()
             tiers[rows] = code
             self._tier = tiers
+            self._version += 1
             if code == _ARCHIVED:
                 for row in rows:
                     self._texts[row] = None
@@ -689,6 +703,9 @@ class ObservationIndex:
             for offset, node_id in enumerate(ids):
                 self._row[node_id] = start + offset
             self._n = end
+            if count:
+                self._latest = max(self._latest, float(np.max(t)))
+            self._version += 1
 
     def _reserve(self, size: int) -> None:
         # Readers keep the arrays they took with their snapshot: growing makes new arrays and
