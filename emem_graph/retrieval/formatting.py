@@ -7,6 +7,7 @@ changing their output.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -123,8 +124,10 @@ def record_fields(record: Rendered) -> dict[str, Any]:
     }
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def format_time(timestamp: float) -> str:
-    """UTC ``YYYY-mm-dd HH:MM:SS`` (simulation time 0.0 reads as 1970-01-01 00:00:00)."""
+    """UTC ``YYYY-mm-dd HH:MM:SS`` (simulation time 0.0 reads as 1970-01-01 00:00:00). Kept
+    per timestamp: the tools' answers repeat their records' times call after call."""
     return datetime.fromtimestamp(timestamp, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
