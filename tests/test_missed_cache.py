@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from emem_graph import memory as memory_module
 from emem_graph.retrieval.formatting import format_time
 
 T = 1_000_000.0
@@ -53,3 +56,25 @@ def test_a_clock_before_the_look_does_not_see_it(make_memory: Any) -> None:
     assert "stale" not in mem.entity_query(name="red cup")
     clock[0] = T + HOUR + 10
     assert "[stale: not seen at its last position" in mem.entity_query(name="red cup")
+
+
+def test_every_stay_at_once_answers_as_the_stays_of_some(
+    make_memory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small memory reads every stay at once (memory.ALL_STAYS_MAX); a larger one the stays
+    of the entities asked about: the same answers, a moved thing's history included."""
+    mem = make_memory(clock=lambda: T + 3 * HOUR, **QUIET)
+    for i in range(3):
+        mem.add("a red cup on the kitchen table", 1.0, 1.0, timestamp=T + 60 * i)
+        mem.add_entity("red cup", 1.0, 1.0, timestamp=T + 60 * i)
+        mem.add_entity(f"blue box {i}", 5.0 * i, 4.0, timestamp=T + 60 * i)
+    for i in range(3):
+        t = T + HOUR + 60 * i
+        mem.add("a red cup in the bathroom sink", 12.0, 9.0, timestamp=t)
+        mem.add_entity("red cup", 12.0, 9.0, timestamp=t)
+    mem.flush()
+    questions = [{"name": "cup"}, {"name": "box"}, {}]
+    every = [mem.entity_query(**q) for q in questions]
+    assert "moved: now at (12.0, 9.0)" in every[0]
+    monkeypatch.setattr(memory_module, "ALL_STAYS_MAX", 0)
+    assert [mem.entity_query(**q) for q in questions] == every
