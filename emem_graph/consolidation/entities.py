@@ -65,8 +65,6 @@ ROWS_PER_SCAN = 1 / 64
 (LOAD FROM, one statement for every row) matches its rows by a scan and hash join over the
 Entity or Position table (~3 us a table row), where one statement per row looks each up by
 primary key (~0.3-0.5 ms a row, most of it the call). Measured on Kuzu 0.11.3 (issue 23)."""
-LINK_COPY_MIN = 8
-"""OBSERVED_IN edges of a batch from which they are written with one COPY (_link)."""
 ENTITY_ARROW = pa.schema(
     [
         ("id", pa.string()),
@@ -723,38 +721,19 @@ class EntityResolver:
             COOCCURRENCE_ARROW,
             joined=entities,
         )
-        self._link(change, links)
+        # One statement per edge: a rel-table COPY (last in the transaction) took as long
+        # with its commit (measured at 5k: 460-520 obs/s either way), and a rollback after
+        # one loses every edge of its table (STORAGE-FACTS).
+        change.run_each(
+            "link_observed_in",
+            [
+                {"entity_id": e, "observation_id": o, "confidence": float(c)}
+                for (e, o), c in links.items()
+            ],
+        )
         change.upsert([entity_vector(t.entity, _vector(t)) for t in new + updated])
         change.follow_entities([t.entity for t in new + updated], list(links))
         return change
-
-    def _link(self, change: GraphChange, links: dict[tuple[str, str], float]) -> None:
-        """The OBSERVED_IN edges of the sightings: one rel-table COPY, last in the transaction,
-        for those whose observation the graph holds (the store's observation index lists every
-        observation committed; none is ever deleted), else one statement per edge (a COPY
-        naming a missing node fails the whole change, where the statement creates nothing).
-        A statement per edge costs ~0.5 ms (most of what extraction cost, issue 23); the COPY
-        ~10 ms for 500 edges at any table size, where UNWIND ... MATCH scans the Observation
-        table."""
-        edges = [(e, o, float(c)) for (e, o), c in links.items()]
-        if len(edges) >= LINK_COPY_MIN:
-            known = (self._store.index.rows_of([o for _, o, _ in edges]) >= 0).tolist()
-            copied = [edge for edge, k in zip(edges, known, strict=True) if k]
-            edges = [edge for edge, k in zip(edges, known, strict=True) if not k]
-            change.copy_edges_last(
-                "OBSERVED_IN",
-                pa.table(
-                    {
-                        "from": pa.array([e for e, _, _ in copied], type=pa.string()),
-                        "to": pa.array([o for _, o, _ in copied], type=pa.string()),
-                        "confidence": pa.array([c for _, _, c in copied], type=pa.float64()),
-                    }
-                ),
-                from_table="Entity",
-                to_table="Observation",
-            )
-        rows = [{"entity_id": e, "observation_id": o, "confidence": c} for e, o, c in edges]
-        change.run_each("link_observed_in", rows)
 
     # --- caches --------------------------------------------------------------------------------
 
