@@ -17,10 +17,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from emem_graph import MemoryConfig, SpatioTemporalMemory
 from emem_graph.evals.demo import build_patrol_memory, demo_questions
+from emem_graph.filters import VectorFilter
 
 PROBE = Path(__file__).with_name("determinism_probe.py")
 START = 1_790_000_000.0
@@ -76,3 +78,35 @@ def test_the_same_memory_answers_the_same_every_run(demo_memory, tmp_path) -> No
     for run in (quiet[1], busy[0], busy[1]):
         for name, expected, got in zip(names, quiet[0], run, strict=True):
             assert got == expected, f"{name} answered differently:\n{expected}\n---\n{got}"
+
+
+def test_a_dense_score_is_the_same_bits_whichever_path_searched(make_memory, hashing) -> None:
+    """A small memory is searched in process once its exact copy has loaded, by LanceDB
+    before (right after an open, while the copy loads in the background) and past
+    exact_search_max_rows; gists and entities from the vector store's own copy. Each path
+    scored with its own arithmetic, so near-ties swapped between two runs on the same memory
+    (2 of 798 rankings of retrieval-eval after a reopen). Every path now scores a stored vector
+    with the same bits (row_vectors.unit_rows and cosine)."""
+    rng = np.random.default_rng(7)
+    base = rng.normal(size=384)
+    memory = make_memory("paths", embedder=hashing, maintenance_interval=None)
+    for i in range(300):  # near-duplicates: scores that differ in the last digits
+        vector = base + 0.01 * rng.normal(size=384)
+        memory.add(f"note {i}", float(i % 7), 0.0, timestamp=1000.0 + i, embedding=vector)
+    memory.flush()
+    store = memory.store
+    assert store._exact_loaded.wait(60)
+    query = base + 0.01 * rng.normal(size=384)
+    in_process = store.vector_hits(query, 40)
+    store._exact_loaded.clear()  # as right after an open: LanceDB answers
+    assert not store.exact_search
+    through_lance = store.vector_hits(query, 40)
+    assert len(in_process) == 40
+    assert [(h.id, h.score) for h in through_lance] == [(h.id, h.score) for h in in_process]
+    # The same holds under a filter that LanceDB runs prefiltered.
+    where = VectorFilter(center=(3.0, 0.0), radius=1.5)
+    lance_area = store.vector_hits(query, 10, where)
+    store._exact_loaded.set()
+    assert [(h.id, h.score) for h in store.vector_hits(query, 10, where)] == [
+        (h.id, h.score) for h in lance_area
+    ]

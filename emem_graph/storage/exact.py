@@ -9,8 +9,9 @@ observations and searches through it; past that size it drops the copy and Lance
 takes over.
 
 Scores are the cosine similarities of the vectors LanceDB holds (the stored values, float16 or
-float32, as float32 unit rows): LanceDB's exact search and this one rank alike, up to rounding
-in the last bits of tied scores. Memory: 4 x dim bytes per observation (1,536 bytes at 384
+float32, as float32 unit rows), computed as every dense score is (row_vectors.unit_rows and
+cosine): a vector scores the same bits here as in a LanceDB search, so a ranking does not depend
+on whether this copy had finished loading. Memory: 4 x dim bytes per observation (1,536 bytes at 384
 dimensions: 77 MB at 50k observations), none past the limit.
 """
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from emem_graph.storage.row_vectors import RowVectors, unit_query
+from emem_graph.storage.row_vectors import RowVectors, cosine, unit_query, unit_rows
 
 _INITIAL_ROWS = 1024
 
@@ -37,9 +38,7 @@ class ExactVectors(RowVectors[tuple[np.ndarray, np.ndarray]]):
 
     def _encode(self, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # (unit rows, usable): a vector of norm 0 or not finite is not held.
-        norms = np.linalg.norm(matrix, axis=1)
-        usable = np.isfinite(norms) & (norms > 0)
-        return matrix / np.where(usable, norms, 1.0)[:, None], usable
+        return unit_rows(matrix)
 
     def _write(
         self, rows: np.ndarray, encoded: tuple[np.ndarray, np.ndarray], only_missing: bool
@@ -63,7 +62,7 @@ class ExactVectors(RowVectors[tuple[np.ndarray, np.ndarray]]):
         with self._lock:
             m = min(n_rows, self._held.shape[0])
             if m:
-                dots = _product(self._matrix[:m], unit)
+                dots = cosine(self._matrix[:m], unit)
                 out[:m] = np.where(self._held[:m], dots, np.nan)
         return out
 
@@ -76,7 +75,7 @@ class ExactVectors(RowVectors[tuple[np.ndarray, np.ndarray]]):
         with self._lock:
             inside = np.flatnonzero(rows < self._held.shape[0])
             chosen = rows[inside]
-            dots = _product(self._matrix[chosen], unit)
+            dots = cosine(self._matrix[chosen], unit)
             out[inside] = np.where(self._held[chosen], dots, np.nan)
         return out
 
@@ -103,11 +102,3 @@ class ExactVectors(RowVectors[tuple[np.ndarray, np.ndarray]]):
         gone = np.zeros(capacity, dtype=bool)
         gone[: self._gone.shape[0]] = self._gone
         self._matrix, self._held, self._gone = matrix, held, gone
-
-
-def _product(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
-    """``matrix @ vector`` on the calling thread (NumPy's own loop, not BLAS): a BLAS
-    matrix-vector product wakes its threads, which on a busy 2-core machine took 8-12 ms for
-    5k-50k rows where one thread took 0.3-5 ms (measured side by side)."""
-    product: np.ndarray = np.einsum("ij,j->i", matrix, vector)
-    return product

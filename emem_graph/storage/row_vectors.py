@@ -73,6 +73,27 @@ class RowVectors(Generic[Encoded]):
         raise NotImplementedError
 
 
+def unit_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(float32 unit rows, usable): each row divided by its norm; a row of norm 0 or not
+    finite is not usable (left as it was). The one normalisation of every dense score, so that
+    the same stored vector scores the same bits whichever path searched it (the exact copy, a
+    LanceDB search, the gist and entity rows): a ranking then never depends on which path
+    answered, which changes with background work (the exact copy loading after an open)."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1)
+    usable = np.isfinite(norms) & (norms > 0)
+    return matrix / np.where(usable, norms, 1.0)[:, None], usable
+
+
+def cosine(units: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """The cosine similarity of unit rows (unit_rows) to a unit query (unit_query), as
+    ``units @ query`` on the calling thread (NumPy's own loop, not BLAS): a BLAS matrix-vector
+    product wakes its threads, which on a busy 2-core machine took 8-12 ms for 5k-50k rows
+    where one thread took 0.3-5 ms (measured side by side)."""
+    product: np.ndarray = np.einsum("ij,j->i", units, query)
+    return product
+
+
 def unit_query(query: np.ndarray) -> np.ndarray:
     """The query as a float32 unit vector (a zero query stays zero)."""
     unit = np.asarray(query, dtype=np.float32).reshape(-1)

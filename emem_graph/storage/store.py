@@ -543,7 +543,11 @@ class MemoryStore:
             found = self._sketch_hits(vector, n, where)
             if found is not None:
                 return found
-        return self.vectors.search(vector, n, where, matching=matching)
+        # A memory searched in process once its exact copy has loaded is searched by LanceDB
+        # until then: scored as in process (the same bits), the answer is the same either way.
+        return self.vectors.search(
+            vector, n, where, matching=matching, rescore=self._exact is not None
+        )
 
     def matching_rows(self, where: VectorFilter | None) -> int | None:
         """About how many vector rows pass an area filter, from the in-process indexes (the

@@ -37,6 +37,7 @@ from emem_graph.models import NodeKind, VectorHit
 from emem_graph.storage import probe
 from emem_graph.storage.health import report_damage
 from emem_graph.storage.keyword_index import KeywordIndex
+from emem_graph.storage.row_vectors import cosine, unit_query, unit_rows
 from emem_graph.storage.rwlock import ReadWriteLock
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,9 @@ back in: after a consolidation set the tier of one lap's 2,700 rows, semantic_se
 rows took 31 instead of 21 ms until the table was compacted (0.2 s)."""
 FULL_SCAN_BATCH = 16_384
 """Rows per batch of the whole-table read of an unsealed table's check (bounded memory)."""
+RESCORE_MARGIN = 8
+"""Rows a vector search reads past the n it answers: they are scored again in process and cut
+to n there, so the n-th place is decided by the same arithmetic on every path."""
 OVERSAMPLE_MARGIN = 10
 """An exclusions-only search reads n + n/4 + this many rows unfiltered (VectorStore._excluding);
 each extra row costs a refine read of its full vector."""
@@ -366,6 +370,7 @@ class VectorStore:
         where: VectorFilter | None = None,
         *,
         matching: int | None = None,
+        rescore: bool = False,
     ) -> list[VectorHit]:
         """The ``n`` nearest rows by cosine similarity among those passing ``where``.
 
@@ -379,6 +384,14 @@ class VectorStore:
             matching: how many rows pass ``where``, when the caller knows (an estimate will do:
                 it only chooses between the exact and the indexed search); counted here
                 otherwise, which costs a pass of the filter.
+            rescore: score the rows found from their stored vectors as the in-process
+                searches do (row_vectors.cosine: the same bits), reading a margin of rows
+                past ``n`` so that the n-th place is cut alike. For a caller that answers the
+                same search in process at other times (a small memory's exact copy, still
+                loading after an open): LanceDB's distances differ from that arithmetic in
+                the last bits, enough to swap near-ties between two runs on one memory.
+                Costs reading the rows' vectors (1-3 ms at 100k rows), so it is asked for
+                only there.
         """
         query_vector = self._check_vector(vector)
 
@@ -398,12 +411,23 @@ class VectorStore:
                 # Explicit probes and a refine step (see ANN_REFINE): the defaults gave
                 # recall@10 of 0.7 here, and scores off by up to 0.3.
                 builder = builder.nprobes(ANN_NPROBES).refine_factor(ANN_REFINE)
-            rows: list[dict[str, Any]] = builder.select(columns).limit(limit).to_list()
+            if not rescore:
+                rows: list[dict[str, Any]] = builder.select(columns).limit(limit).to_list()
+                return rows
+            table = builder.select(columns).limit(limit).to_arrow()
+            rows = table.drop_columns(["vector"]).to_pylist()
+            for row, stored in zip(rows, _stored_vectors(table, self.dim), strict=True):
+                row["vector"] = stored
             return rows
 
         with self._lock.reading():
             try:
-                rows = self._narrowed(where, n, run, ["id", "kind", "_distance"])
+                if rescore:
+                    fetched = n + max(RESCORE_MARGIN, n // 4)
+                    columns = ["id", "kind", "_distance", "vector"]
+                    rows = self._narrowed(where, fetched, run, columns)
+                else:
+                    rows = self._narrowed(where, n, run, ["id", "kind", "_distance"])
             except InvalidInputError:
                 raise
             except BaseException as exc:  # a file damaged while open: Lance's errors, panics
@@ -415,9 +439,24 @@ class VectorStore:
                     f"({type(exc).__name__}: {' '.join(str(exc).split())[:300]}); close and "
                     "reopen the memory: it is checked at open and rebuilt from the graph"
                 ) from exc
-        return [
-            VectorHit(id=r["id"], kind=r["kind"], score=1.0 - float(r["_distance"])) for r in rows
-        ]
+        if not rescore:
+            return [
+                VectorHit(id=r["id"], kind=r["kind"], score=1.0 - float(r["_distance"]))
+                for r in rows
+            ]
+        if not rows:
+            return []
+        units, usable = unit_rows(np.stack([r["vector"] for r in rows]))
+        scores = cosine(units, unit_query(query_vector)).tolist()
+        ranked = sorted(
+            (
+                (float(score), r["id"], r["kind"])
+                for r, score, ok in zip(rows, scores, usable.tolist(), strict=True)
+                if ok
+            ),
+            key=lambda hit: (-hit[0], hit[1]),
+        )
+        return [VectorHit(id=i, kind=kind, score=score) for score, i, kind in ranked[:n]]
 
     def _narrowed(
         self, where: VectorFilter | None, n: int, run: Any, columns: list[str]
@@ -568,11 +607,8 @@ class VectorStore:
         chosen = [at for at in np.flatnonzero(near).tolist() if where.admits_row(listed[at])]
         if not chosen or n < 1:
             return []
-        matrix = columns.matrix[chosen]
-        norms = columns.norms[chosen] * float(np.linalg.norm(query))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            # NumPy's own loop on this thread: BLAS would wake its threads for a few rows.
-            scores = np.einsum("ij,j->i", matrix, query) / norms
+        chosen = [at for at in chosen if columns.usable[at]]
+        scores = cosine(columns.units[chosen], unit_query(query))
         ranked = sorted(
             (
                 (float(score), listed[at].id, listed[at].kind)
@@ -929,14 +965,15 @@ class VectorStore:
 @dataclass(frozen=True)
 class _OtherColumns:
     """The gist and entity rows of a VectorStore with their columns as arrays (search_others):
-    kinds, x, y, the vectors stacked as float32 and their norms."""
+    kinds, x, y, the vectors as float32 unit rows (row_vectors.unit_rows: scored as every dense
+    search scores) and whether each is usable (norm neither 0 nor infinite)."""
 
     rows: list[VectorRow]
     kinds: np.ndarray
     xs: np.ndarray
     ys: np.ndarray
-    matrix: np.ndarray
-    norms: np.ndarray
+    units: np.ndarray
+    usable: np.ndarray
 
     @staticmethod
     def of(rows: list[VectorRow]) -> _OtherColumns:
@@ -944,13 +981,14 @@ class _OtherColumns:
             matrix = np.stack([np.asarray(row.vector, dtype=np.float32) for row in rows])
         else:
             matrix = np.zeros((0, 0), dtype=np.float32)
+        units, usable = unit_rows(matrix)
         return _OtherColumns(
             rows=rows,
             kinds=np.array([row.kind for row in rows], dtype=object),
             xs=np.array([row.x for row in rows], dtype=np.float64),
             ys=np.array([row.y for row in rows], dtype=np.float64),
-            matrix=matrix,
-            norms=np.linalg.norm(matrix, axis=1) if rows else np.zeros(0, dtype=np.float32),
+            units=units,
+            usable=usable,
         )
 
 
