@@ -1,12 +1,13 @@
-"""Entity writes in batches (issue 23): the entities, stays and co-occurrences of an extraction
-batch are written with one statement per kind of change (LOAD FROM an Arrow table) instead of
-one statement per row. The graph they leave must be the one the
+"""Entity writes in batches (issue 23): the entities, stays, sighting edges and co-occurrences
+of an extraction batch are written with one statement per kind of change (LOAD FROM an Arrow
+table) instead of one statement per row. The graph they leave must be the one the
 statements per row leave: the same patrol written both ways, with the same ids, gives the same
 entities, stays, sighting edges and co-occurrence counts."""
 
 from __future__ import annotations
 
 import itertools
+import math
 import types
 import uuid
 from pathlib import Path
@@ -70,6 +71,7 @@ def test_batched_entity_writes_leave_the_graph_the_statements_per_row_leave(
         change.run_each(query, rows)
 
     monkeypatch.setattr(entities, "_batched", per_row)
+    monkeypatch.setattr(entities, "ROWS_PER_SCAN", math.inf)  # the sightings' edges too
     one_by_one = _graph_after_patrol(tmp_path / "per_row", 1200, monkeypatch)
 
     for name in QUERIES:

@@ -721,19 +721,40 @@ class EntityResolver:
             COOCCURRENCE_ARROW,
             joined=entities,
         )
-        # One statement per edge: a rel-table COPY (last in the transaction) took as long
-        # with its commit (measured at 5k: 460-520 obs/s either way), and a rollback after
-        # one loses every edge of its table (STORAGE-FACTS).
-        change.run_each(
-            "link_observed_in",
-            [
-                {"entity_id": e, "observation_id": o, "confidence": float(c)}
-                for (e, o), c in links.items()
-            ],
-        )
+        self._link(change, links)
         change.upsert([entity_vector(t.entity, _vector(t)) for t in new + updated])
         change.follow_entities([t.entity for t in new + updated], list(links))
         return change
+
+    def _link(self, change: GraphChange, links: dict[tuple[str, str], float]) -> None:
+        """The OBSERVED_IN edges of the sightings. Those of observations the store's index
+        holds (every committed one: it is appended under the store's write lock) go in one
+        statement whose scan of the Observation table keeps the rows from the earliest of
+        their times on (the observations just flushed, at any table size), when the batch is
+        worth that scan (ROWS_PER_SCAN); the others one statement each, by primary key (one
+        of an observation the graph lacks creates nothing). One statement per edge cost
+        ~0.5 ms, most of what extraction cost (issue 23); a rel-table COPY cost as much with
+        its commit, and a rollback after one loses every edge of its table."""
+        edges = [(e, o, float(c)) for (e, o), c in links.items()]
+        times = self._store.index.times_of([o for _, o, _ in edges])
+        known = ~np.isnan(times)
+        if known.any():
+            since = float(times[known].min())
+            batch = [edge for edge, k in zip(edges, known.tolist(), strict=True) if k]
+            if len(batch) >= self._store.index.count_since(since) * ROWS_PER_SCAN:
+                edges = [edge for edge, k in zip(edges, known.tolist(), strict=True) if not k]
+                table = pa.table(
+                    {
+                        "entity_id": pa.array([e for e, _, _ in batch], type=pa.string()),
+                        "observation_id": pa.array([o for _, o, _ in batch], type=pa.string()),
+                        "confidence": pa.array([c for _, _, c in batch], type=pa.float64()),
+                    }
+                )
+                change.run("link_observed_in_since", {"rows": table, "since": since})
+        change.run_each(
+            "link_observed_in",
+            [{"entity_id": e, "observation_id": o, "confidence": c} for e, o, c in edges],
+        )
 
     # --- caches --------------------------------------------------------------------------------
 

@@ -293,6 +293,23 @@ class ObservationIndex:
         with self._lock:
             return np.array([self._row.get(i, -1) for i in ids], dtype=np.int64)
 
+    def times_of(self, ids: Sequence[str]) -> np.ndarray:
+        """The timestamps of these observations (NaN for an id not in the index)."""
+        with self._lock:
+            rows = np.array([self._row.get(i, -1) for i in ids], dtype=np.int64)
+            t = self._t[: self._n]
+        found = np.full(rows.size, np.nan)
+        known = rows >= 0
+        found[known] = t[rows[known]]
+        return found
+
+    def count_since(self, time: float) -> int:
+        """How many rows (archived ones too) are of ``time`` or later."""
+        snap = self._snapshot()
+        if snap.sorted:
+            return snap.n - int(np.searchsorted(snap.t, time, side="left"))
+        return int(np.count_nonzero(snap.t >= time))
+
     def within(self, x: float, y: float, radius: float) -> np.ndarray:
         """A mask over every row (archived ones too): True where the observation lies within
         ``radius`` of (x, y)."""
