@@ -416,6 +416,8 @@ class VectorStore:
                 return rows
             table = builder.select(columns).limit(limit).to_arrow()
             rows = table.drop_columns(["vector"]).to_pylist()
+            if table.column("vector").null_count:
+                return rows  # a row without its vector (damage): LanceDB's scores, below
             for row, stored in zip(rows, _stored_vectors(table, self.dim), strict=True):
                 row["vector"] = stored
             return rows
@@ -439,10 +441,10 @@ class VectorStore:
                     f"({type(exc).__name__}: {' '.join(str(exc).split())[:300]}); close and "
                     "reopen the memory: it is checked at open and rebuilt from the graph"
                 ) from exc
-        if not rescore:
+        if not rescore or not all("vector" in r for r in rows):
             return [
                 VectorHit(id=r["id"], kind=r["kind"], score=1.0 - float(r["_distance"]))
-                for r in rows
+                for r in rows[:n]
             ]
         if not rows:
             return []
