@@ -16,6 +16,7 @@ vocabulary (at 1M observations of ~10 distinct terms: about 60 MB).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import threading
@@ -105,12 +106,27 @@ def words(text: str) -> list[str]:
 def terms(text: str) -> list[str]:
     """The index terms of ``text``, in order: words without stop words, number words as
     digits, stemmed."""
-    found = []
-    for word in words(text):
-        if word in STOPWORDS:
-            continue
-        found.append(NUMBER_WORDS.get(word) or stem(word))
-    return found
+    return [term for term in map(_term, words(text)) if term is not None]
+
+
+def _term(word: str) -> str | None:
+    """The index term of one word (None for a stop word). Words of up to CACHED_WORD_CHARS
+    characters are kept (a memory's texts repeat a vocabulary of a few thousand words:
+    building the index of 20k observations took 0.12 s, 0.07 s of it in terms; 0.044 s
+    kept); a longer one is not, so hostile texts cannot fill the cache with long words."""
+    if len(word) > CACHED_WORD_CHARS:
+        return _uncached_term(word)
+    return _cached_term(word)
+
+
+def _uncached_term(word: str) -> str | None:
+    if word in STOPWORDS:
+        return None
+    return NUMBER_WORDS.get(word) or stem(word)
+
+
+CACHED_WORD_CHARS = 32
+_cached_term = functools.lru_cache(maxsize=1 << 16)(_uncached_term)
 
 
 @dataclass(frozen=True)
@@ -157,7 +173,15 @@ class KeywordIndex:
 
     def add(self, rows: Sequence[int], texts: Sequence[str | None]) -> None:
         """Index ``texts`` under ``rows`` (a row already indexed must not be added again)."""
-        tokenised = [Counter(terms(text)) if text else Counter() for text in texts]
+        # A robot's texts repeat ("1 chair, 1 cup" patrol after patrol): each distinct one is
+        # tokenised once per batch.
+        distinct: dict[str, Counter[str]] = {}
+        tokenised = [
+            (distinct.get(text) or distinct.setdefault(text, Counter(terms(text))))
+            if text
+            else Counter()
+            for text in texts
+        ]
         with self._lock:
             top = max(rows, default=-1) + 1
             if top > self._length.shape[0]:
