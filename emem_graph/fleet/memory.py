@@ -24,6 +24,7 @@ from emem_graph.fleet.entities import FleetEntity, Sighting, merge_entities
 from emem_graph.fleet.location import FleetLocation
 from emem_graph.fleet.push import check_robot, robot_prefix
 from emem_graph.fleet.shared_table import SharedTable, sql_in, sql_text
+from emem_graph.fleet.tools import dispatch, fleet_tool_definitions
 from emem_graph.models import Entity, Gist, Observation
 from emem_graph.retrieval.formatting import format_record, numbered
 from emem_graph.retrieval.locate import estimate_location
@@ -343,6 +344,20 @@ class FleetMemory:
             lines.append("Entities:")
             lines.extend(f"  {f.line()}" for f in entities[:n_results])
         return "\n".join(lines)
+
+    # --- the tools by name (MCP, LLM tool calls) ----------------------------------------
+
+    def get_tool_definitions(self, include_actions: bool = False) -> list[dict[str, Any]]:
+        """The fleet's tools in OpenAI function-calling form (a fleet has no write actions:
+        ``include_actions`` changes nothing)."""
+        return fleet_tool_definitions()
+
+    def dispatch_tool_call(
+        self, tool_name: str, arguments: dict[str, Any] | str | None = None
+    ) -> str:
+        """Run a fleet tool by name with a dict or JSON string of arguments; its text, or one
+        line ``Error: ...``. Never raises."""
+        return dispatch(self, tool_name, arguments)
 
     # --- reading the shared table -------------------------------------------------------
 
