@@ -160,12 +160,13 @@ class FleetLocation:
 
     def read_bytes(self, relative: str) -> bytes | None:
         """The object's bytes, None when it does not exist."""
-        if not self.exists(relative):
-            return None
 
-        def read() -> bytes:
-            with self.fs.open_input_stream(self._path(relative)) as stream:
-                return bytes(stream.read())
+        def read() -> bytes | None:
+            try:
+                with self.fs.open_input_stream(self._path(relative)) as stream:
+                    return bytes(stream.read())
+            except FileNotFoundError:
+                return None
 
         return self._call(read, relative)
 

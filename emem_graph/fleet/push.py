@@ -101,7 +101,6 @@ def push_memory(
     robot: str,
     *,
     frame: Frame | None = None,
-    stop_after: str | None = None,
 ) -> PushReport:
     """Push what changed in the memory in ``directory`` since ``robot``'s last push.
 
@@ -111,8 +110,6 @@ def push_memory(
         robot: the robot's name in the fleet.
         frame: the robot's frame-to-fleet transform; None keeps the last push's (identity for
             a first push). A new frame re-sends every row with moved positions.
-        stop_after: for tests of an interrupted push: ``"graph"`` or ``"vectors"`` returns
-            right after that step, as a cut link would leave it.
 
     Returns:
         What was sent.
@@ -152,14 +149,10 @@ def push_memory(
             body = table.drop_columns([c for c in ("vector", "digest") if c in table.schema.names])
             report.bytes_written += _write(where, f"{prefix}/graph/{push:08d}/{name}.parquet", body)
     report.bytes_written += _write(where, f"{prefix}/graph/{push:08d}/_removed.parquet", removed)
-    if stop_after == "graph":
-        return report
     for name in VECTOR_KINDS:
         rows = shared_rows(robot, name, changed[name], push, snapshot.dim)
         shared.append(rows)
         report.vector_rows += rows.num_rows
-    if stop_after == "vectors":
-        return report
     report.bytes_written += _write(where, f"{prefix}/state/{push:08d}.parquet", snapshot.digests())
     where.write_json(
         f"{prefix}/manifest.json",

@@ -133,11 +133,14 @@ class SharedTable:
         if rows.num_rows:
             _retrying(lambda: self._table.add(rows.select(self._table.schema.names)))
 
-    def delete(self, predicate: str) -> None:
-        """Delete the rows ``predicate`` selects (one commit, retried like append)."""
+    def delete(self, predicate: str) -> int:
+        """Delete the rows ``predicate`` selects (one commit, retried like append; none when
+        no row matches: a delete of nothing would still make a version). Returns how many."""
         table = self._open()
-        if table is not None:
+        found = self.count(predicate)
+        if found:
             _retrying(lambda: table.delete(predicate))
+        return found
 
     def scan(self, predicate: str, columns: Sequence[str]) -> pa.Table:
         """Every row ``predicate`` selects, with ``columns``."""
