@@ -158,6 +158,16 @@ class FleetLocation:
 
         return self._call(listing, relative)
 
+    def usage(self) -> tuple[int, int]:
+        """(objects, bytes) stored under the root: the pushes' files and the shared table."""
+
+        def total() -> tuple[int, int]:
+            selector = pafs.FileSelector(self.root, recursive=True, allow_not_found=True)
+            files = [i for i in self.fs.get_file_info(selector) if i.type == pafs.FileType.File]
+            return len(files), sum(int(i.size or 0) for i in files)
+
+        return self._call(total, "")
+
     def read_bytes(self, relative: str) -> bytes | None:
         """The object's bytes, None when it does not exist."""
 
