@@ -4,6 +4,7 @@ against the union of each robot's own answers, and pushes are repeated, cut and 
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -22,6 +23,7 @@ import pytest
 from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
 from emem_graph.errors import InvalidInputError
 from emem_graph.fleet import FleetLocation, FleetMemory, Frame, push_memory
+from emem_graph.fleet.replica import build_replica
 from emem_graph.fleet.shared_table import SharedTable
 
 moto_server = pytest.importorskip("moto.server")
@@ -435,6 +437,46 @@ def test_a_day_offline_backlog_is_pushed_incrementally(
     # positions of the backlog are in the fleet frame too (the frame kept from push 1)
     fx, fy = robot.frame.apply(119 % 7, 119 % 5)
     assert f"({fx:.1f},{fy:.1f})" in newest[1]
+
+
+def test_a_replica_holds_each_robots_committed_rows_once_in_the_fleet_frame(
+    robots: dict[str, tuple[Robot, Path]], tmp_path: Path
+) -> None:
+    uri = str(tmp_path / "fleet")
+    for robot, directory in robots.values():
+        push_memory(directory, uri, robot.name, frame=robot.frame)
+    _, directory = robots["alpha"]
+    copy = tmp_path / "alpha"
+    subprocess.run(["cp", "-r", str(directory), str(copy)], check=True)
+    memory = SpatioTemporalMemory(
+        db_path=str(copy), embedding_provider=HashingEmbedder(384), get_current_time=lambda: 2e9
+    )
+    memory.add_entity("kettle", 1.1, 2.0, timestamp=2e9)  # the kettle's row changes
+    memory.close()
+    assert push_memory(copy, uri, "alpha").changed["Entity"] == 1
+    report = build_replica(uri, tmp_path / "replica")
+    assert report.robots == {"alpha": 2, "bravo": 1, "charlie": 1}
+    assert report.nodes["Observation"] == sum(len(r.seen) for r, _ in robots.values())
+    assert report.nodes["Entity"] == sum(len(r.entities) for r, _ in robots.values())
+    with pytest.raises(InvalidInputError, match="exists"):
+        build_replica(uri, tmp_path / "replica")
+    cypher = (
+        "MATCH (e:Entity)-[:REMEMBERED_BY]->(r:Robot) RETURN r.name AS robot, e.name AS name, "
+        "e.observation_count AS seen, e.x AS x, e.y AS y ORDER BY robot, name"
+    )
+    result = subprocess.run(
+        [*CLI, "cypher", str(tmp_path / "replica"), cypher, "--format", "json"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)["rows"]
+    assert [(r["robot"], r["name"], r["seen"]) for r in rows] == [
+        ("alpha", "kettle", 2), ("alpha", "red toolbox", 1), ("bravo", "drill", 1),
+        ("bravo", "red toolbox", 1), ("charlie", "fire extinguisher", 1),
+    ]  # fmt: skip
+    bravo_toolbox = next(r for r in rows if r["robot"] == "bravo" and r["name"] == "red toolbox")
+    assert (round(bravo_toolbox["x"], 6), round(bravo_toolbox["y"], 6)) == (4.2, 0.5)
 
 
 def test_a_file_uri_fleet_answers_like_the_s3_one(

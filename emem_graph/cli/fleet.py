@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 def add_fleet_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``fleet push``, ``fleet ask`` and ``fleet serve``."""
+    """``fleet push``, ``fleet ask``, ``fleet replica`` and ``fleet serve``."""
     fleet = commands.add_parser(
         "fleet",
         help="several robots' memories in one shared location (S3 or a shared disk)",
@@ -59,6 +59,20 @@ def add_fleet_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     )
     _add_s3_options(ask)
     ask.set_defaults(run=_cmd_ask)
+
+    replica = groups.add_parser(
+        "replica",
+        help="build a read-only graph replica of the fleet for Cypher (cypher / shell DIR)",
+        description="Build in the new directory DIR a graph holding every robot's committed "
+        "graph rows (positions in the fleet frame), with a Robot node per robot and a "
+        "REMEMBERED_BY edge from each observation, gist, entity and episode to its robot; "
+        "query it with `emem-graph cypher DIR` or `shell DIR`. Build a new one to see later "
+        "pushes.",
+    )
+    replica.add_argument("uri", metavar="URI", help="the fleet")
+    replica.add_argument("directory", metavar="DIR", help="a new directory (must not exist)")
+    _add_s3_options(replica)
+    replica.set_defaults(run=_cmd_replica)
 
     serve = groups.add_parser(
         "serve",
@@ -118,6 +132,13 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     answer = fleet.dispatch_tool_call(args.tool, args.arguments)
     print(answer)
     return 1 if answer.startswith("Error: ") else 0
+
+
+def _cmd_replica(args: argparse.Namespace) -> int:
+    from emem_graph.fleet.replica import build_replica
+
+    print(build_replica(_location(args), args.directory).describe())
+    return 0
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
