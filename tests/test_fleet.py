@@ -25,6 +25,7 @@ from emem_graph.errors import InvalidInputError
 from emem_graph.fleet import FleetLocation, FleetMemory, Frame, push_memory
 from emem_graph.fleet.replica import build_replica
 from emem_graph.fleet.shared_table import SharedTable
+from emem_graph.fleet.tools import FLEET_TOOLS
 
 moto_server = pytest.importorskip("moto.server")
 boto3 = pytest.importorskip("boto3")
@@ -551,3 +552,37 @@ def test_frame_moves_points_rigidly() -> None:
 
     x, y = frame.apply(np.array([1.0, 0.0]), np.array([0.0, 2.0]))
     assert np.allclose(x, [10.0, 8.0]) and np.allclose(y, [-4.0, -5.0])
+
+
+def test_fleet_serve_offers_the_fleet_tools_over_mcp_stdio(
+    robots: dict[str, tuple[Robot, Path]], tmp_path: Path
+) -> None:
+    import asyncio
+
+    from fastmcp import Client
+    from fastmcp.client.transports import StdioTransport
+
+    uri = str(tmp_path / "fleet")
+    for robot, directory in robots.values():
+        push_memory(directory, uri, robot.name, frame=robot.frame)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    transport = StdioTransport(
+        sys.executable,
+        ["-m", "emem_graph.cli", "fleet", "serve", uri, "--embedder", "hashing"],
+        env={**env, "HF_HUB_OFFLINE": "1"},
+        keep_alive=False,
+    )
+
+    async def ask() -> tuple[list[str], str, bool]:
+        async with Client(transport, timeout=60) as client:
+            tools = [tool.name for tool in await client.list_tools()]
+            answer = await client.call_tool("entity_query", {"name": "toolbox"})
+            refused = await client.call_tool(
+                "locate", {"concept": "x", "bogus": 1}, raise_on_error=False
+            )
+            return tools, answer.content[0].text, refused.is_error
+
+    tools, answer, refused = asyncio.run(ask())
+    assert sorted(tools) == sorted(FLEET_TOOLS)
+    assert answer.startswith("1. [robots alpha, bravo] [entity/object]")
+    assert refused
