@@ -6,6 +6,7 @@ frame. Each fleet entity keeps its per-robot sightings."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -72,15 +73,29 @@ def merge_entities(
     sightings: Sequence[Sighting], *, name_threshold: float, radius: float
 ) -> list[FleetEntity]:
     """Group sightings into fleet entities, most-seen first: a sighting joins the first fleet
-    entity that has a sighting of the same meaning within ``radius`` metres."""
+    entity that has a sighting of the same meaning within ``radius`` metres (candidates are
+    found on a grid of ``radius`` cells, so the cost grows with the sightings, not their
+    square)."""
     merged: list[FleetEntity] = []
+    cell = max(radius, 1e-6)
+    grid: dict[tuple[int, int], list[int]] = {}
     ordered = sorted(sightings, key=lambda s: (-s.entity.observation_count, s.robot, s.entity.id))
     for sighting in ordered:
-        home = next((f for f in merged if _same_thing(f, sighting, name_threshold, radius)), None)
+        cx, cy = math.floor(sighting.entity.x / cell), math.floor(sighting.entity.y / cell)
+        nearby = sorted(
+            {i for dx in (-1, 0, 1) for dy in (-1, 0, 1) for i in grid.get((cx + dx, cy + dy), ())}
+        )
+        home = next(
+            (i for i in nearby if _same_thing(merged[i], sighting, name_threshold, radius)), None
+        )
         if home is None:
+            home = len(merged)
             merged.append(FleetEntity([sighting]))
         else:
-            home.sightings.append(sighting)
+            merged[home].sightings.append(sighting)
+        members = grid.setdefault((cx, cy), [])
+        if home not in members:
+            members.append(home)
     return merged
 
 
