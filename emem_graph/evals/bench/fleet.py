@@ -25,10 +25,12 @@ from typing import Any
 
 from tqdm import tqdm
 
-from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
+from emem_graph.config import MemoryConfig
 from emem_graph.evals.bench.workload import FLOOR, QUERIES, PatrolWorkload, patrol_workload
 from emem_graph.fleet import FleetLocation, FleetMemory, Frame, push_memory
 from emem_graph.fleet.location import S3Settings
+from emem_graph.ingest.embeddings import HashingEmbedder
+from emem_graph.memory import SpatioTemporalMemory
 
 MOTO = "moto"
 """The --fleet-uri that starts a local S3-compatible server (moto) for the run."""
