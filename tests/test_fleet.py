@@ -498,6 +498,38 @@ def test_a_file_uri_fleet_answers_like_the_s3_one(
         assert ask(on_disk) == ask(on_s3)
 
 
+def test_compacting_the_shared_table_changes_no_answer_and_pushes_go_on(
+    s3: dict[str, object], robots: dict[str, tuple[Robot, Path]], tmp_path: Path
+) -> None:
+    uri = f"s3://{BUCKET}/compacted"
+    for robot, directory in robots.values():
+        push_memory(directory, uri, robot.name, frame=robot.frame)
+    fleet = _fleet(uri)
+    others = ["alpha", "bravo"]  # charlie pushes during the compaction
+    asked = [
+        lambda f: f.temporal_query(n_results=100),
+        lambda f: f.entity_query(robot=others),
+        lambda f: f.semantic_search("a ladder against the wall", robot=others),
+        lambda f: f.spatial_query(0.0, 0.0, radius=50.0, n_results=50, robot=others),
+    ]
+    before = [ask(fleet) for ask in asked]
+    robot, directory = robots["charlie"]
+    copy = tmp_path / "charlie"
+    subprocess.run(["cp", "-r", str(directory), str(copy)], check=True)
+    _build(robot, copy, extra=20, extra_start=DAY)
+    pushing = _cli_push(copy, uri, robot)
+    table = SharedTable(FleetLocation(uri))
+    fragments, after = table.compact()
+    _, err = pushing.communicate(timeout=120)
+    assert pushing.returncode == 0, err
+    assert after < fragments
+    table.compact()
+    fleet.refresh()
+    now = _lines(fleet.temporal_query(n_results=100))
+    assert len(now) == len(_lines(before[0])) + 20
+    assert [ask(fleet) for ask in asked[1:]] == before[1:]
+
+
 def test_a_push_refuses_a_location_it_did_not_create_and_bad_names(
     robots: dict[str, tuple[Robot, Path]], tmp_path: Path
 ) -> None:

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 
 def add_fleet_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``fleet push``, ``fleet ask``, ``fleet replica`` and ``fleet serve``."""
+    """``fleet push``, ``fleet ask``, ``fleet replica``, ``fleet compact`` and ``fleet
+    serve``."""
     fleet = commands.add_parser(
         "fleet",
         help="several robots' memories in one shared location (S3 or a shared disk)",
@@ -73,6 +74,18 @@ def add_fleet_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     replica.add_argument("directory", metavar="DIR", help="a new directory (must not exist)")
     _add_s3_options(replica)
     replica.set_defaults(run=_cmd_replica)
+
+    compact = groups.add_parser(
+        "compact",
+        help="merge the fragments of the fleet's shared table (from one place, e.g. nightly)",
+        description="Merge the data fragments every push adds to the fleet's shared LanceDB "
+        "table (LanceDB's optimize), so that a fleet query reads fewer objects. Run it from one "
+        "place; pushes may go on meanwhile (LanceDB retries a commit that lost a race). Files "
+        "of older table versions stay for LanceDB's default retention.",
+    )
+    compact.add_argument("uri", metavar="URI", help="the fleet")
+    _add_s3_options(compact)
+    compact.set_defaults(run=_cmd_compact)
 
     serve = groups.add_parser(
         "serve",
@@ -138,6 +151,14 @@ def _cmd_replica(args: argparse.Namespace) -> int:
     from emem_graph.fleet.replica import build_replica
 
     print(build_replica(_location(args), args.directory).describe())
+    return 0
+
+
+def _cmd_compact(args: argparse.Namespace) -> int:
+    from emem_graph.fleet.shared_table import SharedTable
+
+    before, after = SharedTable(_location(args)).compact()
+    print(f"fleet table compacted: {before} fragments -> {after}")
     return 0
 
 

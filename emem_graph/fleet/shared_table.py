@@ -167,6 +167,22 @@ class SharedTable:
         )
         return _retrying(query.to_list)
 
+    def fragments(self) -> int:
+        """How many data fragments the table has (each push's appends add some)."""
+        table = self._open()
+        return 0 if table is None else int(table.stats()["fragment_stats"]["num_fragments"])
+
+    def compact(self) -> tuple[int, int]:
+        """Merge the table's fragments (LanceDB's optimize; files of older versions are kept
+        for LanceDB's default retention, so a reader on an older version keeps reading).
+        Returns the fragments (before, after)."""
+        table = self._open()
+        if table is None:
+            return 0, 0
+        before = self.fragments()
+        _retrying(table.optimize)
+        return before, self.fragments()
+
     def count(self, predicate: str | None = None) -> int:
         """Rows in the table (that ``predicate`` selects)."""
         table = self._open()

@@ -5,9 +5,10 @@ Each robot patrols its own floor (the patrol workload, its own seed) in its own 
 frames put the floors side by side in the fleet frame. Measured: each robot's first push
 (observations per second), all robots pushing at once (threads of this process), an
 incremental push of 1% more observations each, the bytes and objects at the location, and
-semantic_search p50 of the fleet against one embedded memory of the same total size (same
-vectors, same queries, same embedder). ``--fleet-uri moto`` runs an S3-compatible server
-(moto) on loopback and also counts its HTTP requests.
+semantic_search p50 of the fleet (before and after its table is compacted) against one
+embedded memory of the same total size (same vectors, same queries, same embedder).
+``--fleet-uri moto`` runs an S3-compatible server (moto) on loopback and also counts its HTTP
+requests.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from emem_graph.config import MemoryConfig
 from emem_graph.evals.bench.workload import FLOOR, QUERIES, PatrolWorkload, patrol_workload
 from emem_graph.fleet import FleetLocation, FleetMemory, Frame, push_memory
 from emem_graph.fleet.location import S3Settings
+from emem_graph.fleet.shared_table import SharedTable
 from emem_graph.ingest.embeddings import HashingEmbedder
 from emem_graph.memory import SpatioTemporalMemory
 
@@ -97,6 +99,13 @@ def run_fleet_bench(
         before = requests()
         figures["fleet_semantic_search_p50_ms"] = _p50(fleet.semantic_search, asked)
         figures["requests_per_fleet_search"] = (requests() - before) / queries or None
+        table = SharedTable(location)
+        figures["fragments"], figures["fragments_compacted"] = table.compact()
+        fleet.refresh()
+        fleet.semantic_search(asked[0])
+        before = requests()
+        figures["compacted_fleet_semantic_search_p50_ms"] = _p50(fleet.semantic_search, asked)
+        figures["requests_per_compacted_fleet_search"] = (requests() - before) / queries or None
         with SpatioTemporalMemory(
             db_path=str(one), embedding_provider=embedder, read_only=True
         ) as memory:
