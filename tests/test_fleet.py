@@ -546,6 +546,10 @@ def test_a_push_refuses_a_location_it_did_not_create_and_bad_names(
         Frame.parse("1,2")
     with pytest.raises(InvalidInputError, match="scheme"):
         FleetLocation("ftp://host/fleet")
+    with pytest.raises(InvalidInputError, match="names a host"):
+        FleetLocation("file://fleet")  # file:///fleet or fleet
+    with pytest.raises(InvalidInputError, match="no bucket"):
+        FleetLocation("s3:///prefix")
 
 
 def test_cli_errors_are_one_line(robots: dict[str, tuple[Robot, Path]], tmp_path: Path) -> None:

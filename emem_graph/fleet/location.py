@@ -87,6 +87,11 @@ class FleetLocation:
             self.root = f"{parsed.netloc}/{parsed.path.strip('/')}".rstrip("/")
             self.fs: pafs.FileSystem = self._s3_filesystem()
         elif parsed.scheme in ("file", ""):
+            if parsed.scheme == "file" and parsed.netloc not in ("", "localhost"):
+                raise InvalidInputError(
+                    f"{text!r} names a host ({parsed.netloc!r}): a file URI is file:///absolute/"
+                    "path; give a relative path without file://"
+                )
             path = Path(parsed.path if parsed.scheme == "file" else text).expanduser().resolve()
             self.is_s3 = False
             self.settings = S3Settings()

@@ -174,18 +174,20 @@ def push_memory(
 
 
 def _claim_root(where: FleetLocation) -> None:
-    """Refuse a root that holds anything but a fleet; mark an empty one as a fleet's."""
-    marker = where.read_json(MARKER)
-    if marker is not None:
-        if marker.get("format") != FORMAT:
-            raise InvalidInputError(f"{where}/{MARKER} is not an emem-graph fleet marker")
+    """Mark an empty root as a fleet's; refuse one that holds anything but a fleet. A first
+    push writes the marker before anything else, so a root that is not empty has it (robots
+    pushing their first push at once all find it, or all find the root empty)."""
+    if not where.names_under(""):
+        where.write_json(MARKER, {"format": FORMAT, "version": FORMAT_VERSION})
         return
-    if where.names_under(""):
+    marker = where.read_json(MARKER)
+    if marker is None:
         raise InvalidInputError(
             f"{where} holds files but no {MARKER}: it is not an emem-graph fleet, and a push "
             "never writes among files it did not create; give an empty or new location"
         )
-    where.write_json(MARKER, {"format": FORMAT, "version": FORMAT_VERSION})
+    if marker.get("format") != FORMAT:
+        raise InvalidInputError(f"{where}/{MARKER} is not an emem-graph fleet marker")
 
 
 def _changes(snapshot: Snapshot, state: pa.Table) -> tuple[dict[str, pa.Table], pa.Table]:
