@@ -399,6 +399,36 @@ def test_a_push_killed_midway_leaves_nothing_visible_and_the_next_push_completes
     assert table.count("robot = 'alpha' AND kind = 'observation'") == len(robot.seen) + 5
 
 
+def test_what_a_cut_push_wrote_never_shows_after_a_later_push_of_other_changes(
+    robots: dict[str, tuple[Robot, Path]], tmp_path: Path
+) -> None:
+    robot, directory = robots["alpha"]
+    uri = str(tmp_path / "fleet")
+    push_memory(directory, uri, robot.name)
+    with_ladder = tmp_path / "with-ladder"
+    subprocess.run(["cp", "-r", str(directory), str(with_ladder)], check=True)
+    memory = SpatioTemporalMemory(db_path=str(with_ladder), embedding_provider=HashingEmbedder(384))
+    memory.add_entity("ladder", 9.0, 9.0, timestamp=robot.start + DAY)
+    memory.close()
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILLED_PUSH, str(with_ladder), uri, robot.name, "manifest"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    # The robot's memory goes on without the ladder (restored from before), and changes.
+    later = tmp_path / "later"
+    subprocess.run(["cp", "-r", str(directory), str(later)], check=True)
+    _build(robot, later, extra=3, extra_start=DAY)
+    assert push_memory(later, uri, robot.name).push == 2
+    fleet = _fleet(uri)
+    assert "ladder" not in fleet.entity_query(n_results=50)
+    assert len(_lines(fleet.temporal_query(n_results=50))) == len(robot.seen) + 3
+    replica = build_replica(uri, tmp_path / "replica")
+    assert replica.nodes["Entity"] == len(robot.entities)
+
+
 def test_a_killed_cli_push_at_any_moment_leaves_an_all_or_nothing_fleet(
     s3: dict[str, object], robots: dict[str, tuple[Robot, Path]]
 ) -> None:

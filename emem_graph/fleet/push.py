@@ -8,6 +8,7 @@ Layout under the fleet's root (one prefix per robot; the shared table is common)
     robots/<robot>/state/<push>.parquet     (table, key, digest) of every row pushed so far
     robots/<robot>/graph/<push>/<T>.parquet the rows of graph table T new or changed in a push
     robots/<robot>/graph/<push>/_removed.parquet   (table, key) of rows gone since the push before
+    robots/<robot>/graph/<push>/_index.json        the table files of the push
 
 A push numbered N+1 (N is the manifest's) writes, in order: the graph files, the shared-table
 rows (``push = N+1``), the state, and last the manifest naming N+1: the commit. Readers take
@@ -39,6 +40,8 @@ from emem_graph.fleet.snapshot import Snapshot, empty_state, read_snapshot, shar
 FORMAT = "emem-graph-fleet"
 FORMAT_VERSION = 1
 MARKER = "fleet.json"
+INDEX = "_index.json"
+"""Names the table files of a push (in its graph folder)."""
 ROBOT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 DELETE_CHUNK = 500
 """Ids per delete statement (LanceDB filters are SQL text)."""
@@ -95,6 +98,23 @@ def robot_prefix(robot: str) -> str:
     return f"robots/{robot}"
 
 
+def graph_folder(robot: str, push: int) -> str:
+    """The folder of the graph rows of the robot's push ``push``."""
+    return f"{robot_prefix(robot)}/graph/{push:08d}"
+
+
+def pushed_tables(where: FleetLocation, robot: str, push: int) -> dict[str, pa.Table]:
+    """The graph rows a committed push wrote, by table (its index names the files)."""
+    graph = graph_folder(robot, push)
+    index = where.read_json(f"{graph}/{INDEX}") or {"tables": []}
+    tables = {}
+    for name in index["tables"]:
+        table = where.read_parquet(f"{graph}/{name}.parquet")
+        if table is not None:
+            tables[name] = table
+    return tables
+
+
 def push_memory(
     directory: str | Path,
     location: FleetLocation | str,
@@ -144,11 +164,16 @@ def push_memory(
     shared.ensure(snapshot.dim)
     # A push cut before its manifest left rows nobody can see: gone before they are rewritten.
     shared.delete(f"robot = {sql_text(robot)} AND push > {committed}")
+    graph = graph_folder(robot, push)
+    written = []
     for name, table in changed.items():
         if table.num_rows:
             body = table.drop_columns([c for c in ("vector", "digest") if c in table.schema.names])
-            report.bytes_written += _write(where, f"{prefix}/graph/{push:08d}/{name}.parquet", body)
-    report.bytes_written += _write(where, f"{prefix}/graph/{push:08d}/_removed.parquet", removed)
+            report.bytes_written += _write(where, f"{graph}/{name}.parquet", body)
+            written.append(name)
+    report.bytes_written += _write(where, f"{graph}/_removed.parquet", removed)
+    # The push's table files, named: a cut push of the same number may have left others.
+    where.write_json(f"{graph}/{INDEX}", {"tables": written})
     for name in VECTOR_KINDS:
         rows = shared_rows(robot, name, changed[name], push, snapshot.dim)
         shared.append(rows)
@@ -217,13 +242,12 @@ def _finish_cleanup(where: FleetLocation, shared: SharedTable, robot: str, push:
     again by the next push in case this one was cut after its commit)."""
     if push < 1 or not shared.exists:
         return
-    graph = f"{robot_prefix(robot)}/graph/{push:08d}"
+    tables = pushed_tables(where, robot, push)
     ids: list[str] = []
     for name in VECTOR_KINDS:
-        table = where.read_parquet(f"{graph}/{name}.parquet")
-        if table is not None:
-            ids.extend(table.column("id").to_pylist())
-    removed = where.read_parquet(f"{graph}/_removed.parquet")
+        if name in tables:
+            ids.extend(tables[name].column("id").to_pylist())
+    removed = where.read_parquet(f"{graph_folder(robot, push)}/_removed.parquet")
     if removed is not None:
         vector_rows = pc.is_in(removed.column("table"), value_set=pa.array(list(VECTOR_KINDS)))
         ids.extend(removed.filter(vector_rows).column("key").to_pylist())

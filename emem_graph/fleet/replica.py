@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from emem_graph.errors import InvalidInputError
 from emem_graph.explore.selection import NODE_TABLES, REL_ENDS
 from emem_graph.fleet.location import FleetLocation
-from emem_graph.fleet.push import robot_prefix
+from emem_graph.fleet.push import graph_folder, pushed_tables, robot_prefix
 from emem_graph.resources import read_cypher
 from emem_graph.storage.graph import GraphDB
 from emem_graph.storage.store import GRAPH_FILE
@@ -72,13 +72,8 @@ def fleet_graph(location: FleetLocation, robots: dict[str, int]) -> dict[str, pa
 def _robot_graph(location: FleetLocation, robot: str, last: int) -> dict[str, pa.Table]:
     current: dict[str, pa.Table] = {}
     for push in range(1, last + 1):
-        folder = f"{robot_prefix(robot)}/graph/{push:08d}"
-        removed = location.read_parquet(f"{folder}/_removed.parquet")
-        changed = {
-            name.removesuffix(".parquet"): location.read_parquet(f"{folder}/{name}")
-            for name in location.names_under(folder)
-            if name.endswith(".parquet") and not name.startswith("_")
-        }
+        removed = location.read_parquet(f"{graph_folder(robot, push)}/_removed.parquet")
+        changed = pushed_tables(location, robot, push)
         for name in set(current) | set(changed):
             rows = changed.get(name)
             gone = [] if rows is None else rows.column("key").to_pylist()
