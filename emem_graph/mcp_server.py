@@ -20,15 +20,13 @@ import socket
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from emem_graph.errors import BackendUnavailableError, InvalidInputError
 from emem_graph.retrieval.schemas import ACTION_SCHEMAS
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
-
-    from emem_graph.memory import SpatioTemporalMemory
 
 WRITE_TOOLS: frozenset[str] = frozenset(ACTION_SCHEMAS)
 """The tools that change the memory: not offered by a read-only server."""
@@ -102,7 +100,17 @@ def check_bind(host: str, allow_remote: bool) -> None:
         )
 
 
-def tool_names(memory: SpatioTemporalMemory, read_only: bool) -> list[str]:
+class ToolHost(Protocol):
+    """What a server offers tools of: a memory, or a fleet (emem_graph.fleet)."""
+
+    def get_tool_definitions(self, include_actions: bool = False) -> list[dict[str, Any]]: ...
+
+    def dispatch_tool_call(
+        self, tool_name: str, arguments: dict[str, Any] | str | None = None
+    ) -> str: ...
+
+
+def tool_names(memory: ToolHost, read_only: bool) -> list[str]:
     """The tools a server offers, in the order of the memory's definitions."""
     return [
         definition["function"]["name"]
@@ -111,9 +119,11 @@ def tool_names(memory: SpatioTemporalMemory, read_only: bool) -> list[str]:
     ]
 
 
-def build_server(memory: SpatioTemporalMemory, *, read_only: bool = False) -> FastMCP:
+def build_server(
+    memory: ToolHost, *, read_only: bool = False, instructions: str = INSTRUCTIONS
+) -> FastMCP:
     """A FastMCP server offering ``memory``'s tools (without the write actions if
-    ``read_only``).
+    ``read_only``); ``instructions`` tell the client what it serves.
 
     Raises:
         BackendUnavailableError: fastmcp is not installed (the ``mcp`` extra).
@@ -153,7 +163,7 @@ def build_server(memory: SpatioTemporalMemory, *, read_only: bool = False) -> Fa
 
     server: FastMCP = FastMCP(
         name="emem-graph",
-        instructions=INSTRUCTIONS,
+        instructions=instructions,
         middleware=[RefuseWrites()] if read_only else [],
         strict_input_validation=False,  # the dispatcher validates, as at every other door
         mask_error_details=False,

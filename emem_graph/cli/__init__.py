@@ -20,6 +20,7 @@ from emem_graph.cli.areas import add_areas_commands
 from emem_graph.cli.cypher import add_cypher_commands
 from emem_graph.cli.demo import add_demo_commands
 from emem_graph.cli.explore import add_explore_commands
+from emem_graph.cli.fleet import add_fleet_commands
 from emem_graph.cli.mcp import add_mcp_commands
 from emem_graph.cli.migrate import add_migrate_commands
 from emem_graph.cli.moves import add_moves_commands
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_moves_commands(commands)
     add_mcp_commands(commands)
     add_migrate_commands(commands)
+    add_fleet_commands(commands)
     _describe(parser)
     return parser
 

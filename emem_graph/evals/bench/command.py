@@ -76,6 +76,21 @@ def add_arguments(bench: argparse.ArgumentParser) -> None:
         "RSS and bytes per observation, disk, and each p50 against the previous size "
         "(--n, --scale-from and --scale-with do not apply)",
     )
+    bench.add_argument(
+        "--fleet",
+        type=int,
+        metavar="ROBOTS",
+        help="the fleet benchmark instead: ROBOTS robots of --n observations each pushed to "
+        "one fleet location; push throughput, bytes, fleet semantic_search p50 against one "
+        "embedded memory of the same total size",
+    )
+    bench.add_argument(
+        "--fleet-uri",
+        metavar="URI",
+        help="with --fleet: the fleet location (s3://bucket/prefix with the AWS_* variables, "
+        "or a path; default a folder of --out); 'moto' starts a local S3-compatible server "
+        "and counts its requests",
+    )
     bench.add_argument("--json", action="store_true", help="print JSON instead of the table")
     bench.add_argument("--keep", action="store_true", help="keep the scratch databases")
 
@@ -95,6 +110,22 @@ def run_command(
     args: argparse.Namespace, make_embedder: Callable[[str], EmbeddingProvider] = embedder
 ) -> int:
     """Run the benchmark the parsed options ask for and print its table (or JSON)."""
+    if getattr(args, "fleet", None):
+        from emem_graph.evals.bench.fleet import describe, run_fleet_bench
+
+        if args.fleet < 1:
+            raise InvalidInputError(f"--fleet takes a number of robots >= 1, got {args.fleet}")
+        figures = run_fleet_bench(
+            args.fleet,
+            args.n,
+            Path(args.out),
+            uri=args.fleet_uri,
+            queries=args.queries,
+            keep=args.keep,
+            progress=not args.quiet,
+        )
+        print(json.dumps(figures, indent=2) if args.json else describe(figures), end="\n")
+        return 0
     if getattr(args, "scales", None):
         return _run_scales(args)
     previous = None

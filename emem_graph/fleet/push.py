@@ -1,0 +1,260 @@
+"""push_memory: send what changed in one robot's memory since its last push to the fleet.
+
+Layout under the fleet's root (one prefix per robot; the shared table is common):
+
+    fleet.json                              marks the root as a fleet's (written once)
+    vectors/fleet_records.lance             the shared table (shared_table.py)
+    robots/<robot>/manifest.json            the robot's last committed push: its number, frame
+    robots/<robot>/state/<push>.parquet     (table, key, digest) of every row pushed so far
+    robots/<robot>/graph/<push>/<T>.parquet the rows of graph table T new or changed in a push
+    robots/<robot>/graph/<push>/_removed.parquet   (table, key) of rows gone since the push before
+    robots/<robot>/graph/<push>/_index.json        the table files of the push
+
+A push numbered N+1 (N is the manifest's) writes, in order: the graph files, the shared-table
+rows (``push = N+1``), the state, and last the manifest naming N+1: the commit. Readers take
+only what a committed manifest names (rows with ``push <= N``), so a push cut anywhere before
+the manifest leaves nothing visible; the next push first deletes the rows the cut one left
+(``push > N``), then writes N+1 again. After the commit, the superseded versions of rows the
+push rewrote or removed are deleted (readers keep the newest visible version meanwhile).
+A push that finds nothing changed writes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from emem_graph.errors import InvalidInputError
+from emem_graph.explore.export import VECTOR_KINDS
+from emem_graph.fleet.frame import Frame
+from emem_graph.fleet.location import FleetLocation
+from emem_graph.fleet.shared_table import SharedTable, sql_in, sql_text
+from emem_graph.fleet.snapshot import Snapshot, empty_state, read_snapshot, shared_rows
+
+FORMAT = "emem-graph-fleet"
+FORMAT_VERSION = 1
+MARKER = "fleet.json"
+INDEX = "_index.json"
+"""Names the table files of a push (in its graph folder)."""
+ROBOT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+DELETE_CHUNK = 500
+"""Ids per delete statement (LanceDB filters are SQL text)."""
+
+
+@dataclass
+class PushReport:
+    """What one push sent."""
+
+    robot: str
+    push: int
+    """The robot's committed push number after this one (unchanged when nothing changed)."""
+    changed: dict[str, int] = field(default_factory=dict)
+    """Rows new or changed per graph table."""
+    removed: int = 0
+    vector_rows: int = 0
+    bytes_written: int = 0
+    """Bytes of the graph and state objects (the shared-table rows not counted)."""
+    seconds: float = 0.0
+
+    @property
+    def nothing_changed(self) -> bool:
+        """Whether the push found nothing to send."""
+        return not any(self.changed.values()) and not self.removed
+
+    def describe(self) -> str:
+        """One or two lines for the command line."""
+        if self.nothing_changed:
+            return f"robot {self.robot}: nothing changed since push {self.push}"
+        tables = ", ".join(f"{name} {n}" for name, n in self.changed.items() if n)
+        return (
+            f"robot {self.robot}: push {self.push} committed in {self.seconds:.1f} s: "
+            f"{sum(self.changed.values())} rows new or changed ({tables}), {self.removed} "
+            f"removed, {self.vector_rows} vectors, {self.bytes_written} bytes of graph and state"
+        )
+
+
+def check_robot(robot: str) -> str:
+    """The robot name, if it may name a prefix: letters, digits, ``_.-``, at most 64.
+
+    Raises:
+        InvalidInputError: any other name.
+    """
+    if not isinstance(robot, str) or not ROBOT_RE.match(robot):
+        raise InvalidInputError(
+            f"robot name {robot!r}: use 1-64 letters, digits, '_', '.' or '-', starting with a "
+            "letter or digit"
+        )
+    return robot
+
+
+def robot_prefix(robot: str) -> str:
+    """The robot's folder under the fleet's root."""
+    return f"robots/{robot}"
+
+
+def graph_folder(robot: str, push: int) -> str:
+    """The folder of the graph rows of the robot's push ``push``."""
+    return f"{robot_prefix(robot)}/graph/{push:08d}"
+
+
+def pushed_tables(where: FleetLocation, robot: str, push: int) -> dict[str, pa.Table]:
+    """The graph rows a committed push wrote, by table (its index names the files)."""
+    graph = graph_folder(robot, push)
+    index = where.read_json(f"{graph}/{INDEX}") or {"tables": []}
+    tables = {}
+    for name in index["tables"]:
+        table = where.read_parquet(f"{graph}/{name}.parquet")
+        if table is not None:
+            tables[name] = table
+    return tables
+
+
+def push_memory(
+    directory: str | Path,
+    location: FleetLocation | str,
+    robot: str,
+    *,
+    frame: Frame | None = None,
+) -> PushReport:
+    """Push what changed in the memory in ``directory`` since ``robot``'s last push.
+
+    Args:
+        directory: the robot's memory (opened read-only: it is never changed).
+        location: the fleet's root (a FleetLocation or its URI).
+        robot: the robot's name in the fleet.
+        frame: the robot's frame-to-fleet transform; None keeps the last push's (identity for
+            a first push). A new frame re-sends every row with moved positions.
+
+    Returns:
+        What was sent.
+
+    Raises:
+        InvalidInputError: a bad robot name, a directory without a memory, a root that holds
+            something other than a fleet.
+        FleetStorageError: the fleet location could not be read or written.
+    """
+    started = time.monotonic()
+    check_robot(robot)
+    where = location if isinstance(location, FleetLocation) else FleetLocation(location)
+    _claim_root(where)
+    prefix = robot_prefix(robot)
+    manifest = where.read_json(f"{prefix}/manifest.json") or {}
+    committed = int(manifest.get("push", 0))
+    if frame is None:
+        frame = Frame(*manifest.get("frame", [0.0, 0.0, 0.0]))
+    snapshot = read_snapshot(directory, robot, frame)
+    state = (
+        where.read_parquet(f"{prefix}/state/{committed:08d}.parquet") if committed else None
+    ) or empty_state()
+    changed, removed = _changes(snapshot, state)
+    report = PushReport(robot=robot, push=committed)
+    report.changed = {name: table.num_rows for name, table in changed.items()}
+    report.removed = removed.num_rows
+    shared = SharedTable(where)
+    if report.nothing_changed and manifest.get("frame") == frame.as_list():
+        _finish_cleanup(where, shared, robot, committed)
+        return report
+    push = committed + 1
+    shared.ensure(snapshot.dim)
+    # A push cut before its manifest left rows nobody can see: gone before they are rewritten.
+    shared.delete(f"robot = {sql_text(robot)} AND push > {committed}")
+    graph = graph_folder(robot, push)
+    written = []
+    for name, table in changed.items():
+        if table.num_rows:
+            body = table.drop_columns([c for c in ("vector", "digest") if c in table.schema.names])
+            report.bytes_written += _write(where, f"{graph}/{name}.parquet", body)
+            written.append(name)
+    report.bytes_written += _write(where, f"{graph}/_removed.parquet", removed)
+    # The push's table files, named: a cut push of the same number may have left others.
+    where.write_json(f"{graph}/{INDEX}", {"tables": written})
+    for name in VECTOR_KINDS:
+        rows = shared_rows(robot, name, changed[name], push, snapshot.dim)
+        shared.append(rows)
+        report.vector_rows += rows.num_rows
+    report.bytes_written += _write(where, f"{prefix}/state/{push:08d}.parquet", snapshot.digests())
+    where.write_json(
+        f"{prefix}/manifest.json",
+        {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "robot": robot,
+            "push": push,
+            "frame": frame.as_list(),
+            "embedding_dim": snapshot.dim,
+            "pushed_at": time.time(),
+            "rows": {name: table.num_rows for name, table in snapshot.tables.items()},
+        },
+    )
+    report.push = push
+    _finish_cleanup(where, shared, robot, push)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _claim_root(where: FleetLocation) -> None:
+    """Mark an empty root as a fleet's; refuse one that holds anything but a fleet. A first
+    push writes the marker before anything else, so a root that is not empty has it (robots
+    pushing their first push at once all find it, or all find the root empty)."""
+    if not where.names_under(""):
+        where.write_json(MARKER, {"format": FORMAT, "version": FORMAT_VERSION})
+        return
+    marker = where.read_json(MARKER)
+    if marker is None:
+        raise InvalidInputError(
+            f"{where} holds files but no {MARKER}: it is not an emem-graph fleet, and a push "
+            "never writes among files it did not create; give an empty or new location"
+        )
+    if marker.get("format") != FORMAT:
+        raise InvalidInputError(f"{where}/{MARKER} is not an emem-graph fleet marker")
+
+
+def _changes(snapshot: Snapshot, state: pa.Table) -> tuple[dict[str, pa.Table], pa.Table]:
+    """Rows new or changed per table since ``state``, and (table, key) of rows gone."""
+    changed: dict[str, pa.Table] = {}
+    gone_tables: list[str] = []
+    gone_keys: list[str] = []
+    for name, table in snapshot.tables.items():
+        before = state.filter(pc.equal(state.column("table"), name))
+        known = pc.is_in(table.column("digest"), value_set=before.column("digest"))
+        changed[name] = table.filter(pc.invert(known))
+        still = pc.is_in(before.column("key"), value_set=table.column("key"))
+        missing = before.filter(pc.invert(still)).column("key").to_pylist()
+        gone_tables.extend([name] * len(missing))
+        gone_keys.extend(missing)
+    removed = pa.table({"table": pa.array(gone_tables, pa.string()), "key": gone_keys})
+    return changed, removed
+
+
+def _write(where: FleetLocation, relative: str, table: pa.Table) -> int:
+    where.write_parquet(relative, table)
+    return int(table.nbytes)
+
+
+def _finish_cleanup(where: FleetLocation, shared: SharedTable, robot: str, push: int) -> None:
+    """Delete the shared-table rows that committed push ``push`` superseded (idempotent: run
+    again by the next push in case this one was cut after its commit)."""
+    if push < 1 or not shared.exists:
+        return
+    tables = pushed_tables(where, robot, push)
+    ids: list[str] = []
+    for name in VECTOR_KINDS:
+        if name in tables:
+            ids.extend(tables[name].column("id").to_pylist())
+    removed = where.read_parquet(f"{graph_folder(robot, push)}/_removed.parquet")
+    if removed is not None:
+        vector_rows = pc.is_in(removed.column("table"), value_set=pa.array(list(VECTOR_KINDS)))
+        ids.extend(removed.filter(vector_rows).column("key").to_pylist())
+    for chunk in _chunks(ids, DELETE_CHUNK):
+        shared.delete(f"robot = {sql_text(robot)} AND push < {push} AND {sql_in('id', chunk)}")
+
+
+def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

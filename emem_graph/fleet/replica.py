@@ -1,0 +1,235 @@
+"""The fleet's graph: every robot's committed graph rows (the Parquet its pushes wrote,
+replayed in order), and a read-only replica of it in the embedded graph engine for Cypher
+across the fleet.
+
+A replica is a new directory holding a graph with the memory schema (schema/graph.cypher)
+plus schema/fleet_replica.cypher: a ``Robot`` node per robot and a ``REMEMBERED_BY`` edge from
+each observation, gist, entity and episode to the robot that remembers it. Positions are in the
+fleet frame. ``emem-graph cypher DIR`` and ``shell`` read it like a memory. A replica is built
+whole from what the manifests name; build a new one to see later pushes.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from emem_graph.errors import InvalidInputError
+from emem_graph.explore.selection import NODE_TABLES, REL_ENDS
+from emem_graph.fleet.location import FleetLocation
+from emem_graph.fleet.push import graph_folder, pushed_tables, robot_prefix
+from emem_graph.resources import read_cypher
+from emem_graph.storage.graph import GraphDB
+from emem_graph.storage.store import GRAPH_FILE
+
+REMEMBERED = ("Observation", "Gist", "Entity", "Episode")
+"""Node tables whose rows get a REMEMBERED_BY edge to their robot."""
+_EXTRA = ("key", "robot", "digest")
+
+
+@dataclass
+class ReplicaReport:
+    """What a replica holds."""
+
+    directory: str
+    robots: dict[str, int]
+    nodes: dict[str, int] = field(default_factory=dict)
+    edges: dict[str, int] = field(default_factory=dict)
+    duplicates: int = 0
+    """Rows left out because another robot's row has the same primary key (a user profile's
+    user name, for one)."""
+
+    def describe(self) -> str:
+        """A few lines for the command line."""
+        robots = ", ".join(f"{r} (push {p})" for r, p in self.robots.items())
+        return "\n".join(
+            [
+                f"fleet replica at {self.directory}: robots {robots}",
+                f"nodes: {sum(self.nodes.values())}, edges: {sum(self.edges.values())}, "
+                f"rows left out as duplicates: {self.duplicates}",
+            ]
+        )
+
+
+def fleet_graph(location: FleetLocation, robots: dict[str, int]) -> dict[str, pa.Table]:
+    """Every graph table of the robots, each as of its committed push (``robots``: name ->
+    push), with a ``robot`` column; positions in the fleet frame."""
+    combined: dict[str, list[pa.Table]] = {}
+    for robot, last in sorted(robots.items()):
+        for name, table in _robot_graph(location, robot, last).items():
+            robot_column = pa.array([robot] * table.num_rows, pa.string())
+            combined.setdefault(name, []).append(table.append_column("robot", robot_column))
+    return {
+        name: pa.concat_tables(parts, promote_options="default") for name, parts in combined.items()
+    }
+
+
+def _robot_graph(location: FleetLocation, robot: str, last: int) -> dict[str, pa.Table]:
+    current: dict[str, pa.Table] = {}
+    for push in range(1, last + 1):
+        removed = location.read_parquet(f"{graph_folder(robot, push)}/_removed.parquet")
+        changed = pushed_tables(location, robot, push)
+        for name in set(current) | set(changed):
+            rows = changed.get(name)
+            gone = [] if rows is None else rows.column("key").to_pylist()
+            if removed is not None:
+                mask = pc.equal(removed.column("table"), name)
+                gone += removed.filter(mask).column("key").to_pylist()
+            kept = current.get(name)
+            if kept is not None and gone:
+                kept = kept.filter(pc.invert(pc.is_in(kept.column("key"), pa.array(gone))))
+            parts = [t for t in (kept, rows) if t is not None]
+            current[name] = pa.concat_tables(parts, promote_options="default")
+    return current
+
+
+def build_replica(
+    location: FleetLocation | str, directory: str | Path, robots: dict[str, int] | None = None
+) -> ReplicaReport:
+    """Build a read-only graph replica of the fleet in the new ``directory``.
+
+    Args:
+        location: the fleet.
+        directory: a new directory (it must not exist: nothing is overwritten).
+        robots: name -> push to replicate; default every robot's committed push.
+
+    Raises:
+        InvalidInputError: the directory exists.
+        FleetStorageError: the fleet could not be read.
+    """
+    from emem_graph.fleet.memory import FleetMemory
+
+    where = location if isinstance(location, FleetLocation) else FleetLocation(location)
+    target = Path(directory)
+    if target.exists():
+        raise InvalidInputError(
+            f"{target} exists: a replica is built in a new directory (nothing is overwritten)"
+        )
+    if robots is None:
+        robots = FleetMemory(where).robots()
+    manifests = {r: where.read_json(f"{robot_prefix(r)}/manifest.json") or {} for r in robots}
+    tables = fleet_graph(where, robots)
+    report = ReplicaReport(directory=str(target), robots=dict(robots))
+    target.mkdir(parents=True)
+    try:
+        _load(GraphDB(target / GRAPH_FILE), tables, manifests, report)
+    except BaseException:
+        shutil.rmtree(target, ignore_errors=True)
+        raise
+    return report
+
+
+def _load(
+    graph: GraphDB,
+    tables: dict[str, pa.Table],
+    manifests: dict[str, dict[str, Any]],
+    report: ReplicaReport,
+) -> None:
+    try:
+        graph.ensure_schema({"fleet_replica": "1"})
+        with graph.write() as tx:
+            for statement in _statements():
+                tx.run_text(statement)
+        ids: dict[str, pa.Array] = {}
+        with graph.write() as tx:
+            robot_rows = _robot_rows(manifests)
+            tx.copy_nodes("Robot", robot_rows)
+            for name in NODE_TABLES:
+                rows = tables.get(name)
+                if rows is None or rows.num_rows == 0:
+                    continue
+                unique = _first_per_key(rows)
+                report.duplicates += rows.num_rows - unique.num_rows
+                tx.copy_nodes(
+                    name, unique.drop_columns([c for c in _EXTRA if c in unique.schema.names])
+                )
+                report.nodes[name] = unique.num_rows
+                ids[name] = unique.column("id").combine_chunks()
+        # Rel-table COPYs last, each in its own transaction (graph.py: a rolled-back rel COPY
+        # loses its table's edges; a failed replica is deleted whole anyway).
+        for rel, (starts, ends) in REL_ENDS.items():
+            rows = tables.get(rel)
+            if rows is None or rows.num_rows == 0:
+                continue
+            rows = _first_per_key(rows)
+            for start in starts:
+                for end in ends:
+                    part = _pair(rows, start, end, len(starts) > 1, len(ends) > 1)
+                    part = _linked(part, ids.get(start), ids.get(end))
+                    if part.num_rows:
+                        with graph.write() as tx:
+                            tx.copy_edges(rel, part, from_table=start, to_table=end)
+                        report.edges[rel] = report.edges.get(rel, 0) + part.num_rows
+        for name in REMEMBERED:
+            rows = tables.get(name)
+            if rows is None or rows.num_rows == 0:
+                continue
+            unique = _first_per_key(rows)
+            edges = pa.table({"from": unique.column("id"), "to": unique.column("robot")})
+            with graph.write() as tx:
+                tx.copy_edges("REMEMBERED_BY", edges, from_table=name, to_table="Robot")
+            report.edges["REMEMBERED_BY"] = report.edges.get("REMEMBERED_BY", 0) + edges.num_rows
+    finally:
+        graph.close()
+
+
+def _robot_rows(manifests: dict[str, dict[str, Any]]) -> pa.Table:
+    """A Robot node per robot: its name, push and frame."""
+    frames = [m.get("frame", [0.0, 0.0, 0.0]) for m in manifests.values()]
+    return pa.table(
+        {
+            "name": pa.array(list(manifests), pa.string()),
+            "push": pa.array([int(m.get("push", 0)) for m in manifests.values()], pa.int64()),
+            "frame_x": pa.array([float(f[0]) for f in frames], pa.float64()),
+            "frame_y": pa.array([float(f[1]) for f in frames], pa.float64()),
+            "frame_yaw": pa.array([float(f[2]) for f in frames], pa.float64()),
+        }
+    )
+
+
+def _statements() -> list[str]:
+    lines = [
+        line
+        for line in read_cypher("schema", "fleet_replica").splitlines()
+        if not line.lstrip().startswith("//")
+    ]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+def _first_per_key(rows: pa.Table) -> pa.Table:
+    """The first row of each key (robots in name order)."""
+    keys = rows.column("key").to_pylist()
+    seen: set[str] = set()
+    keep = []
+    for index, key in enumerate(keys):
+        if key not in seen:
+            seen.add(key)
+            keep.append(index)
+    return rows.take(pa.array(keep, pa.int64())) if len(keep) < len(keys) else rows
+
+
+def _pair(rows: pa.Table, start: str, end: str, by_start: bool, by_end: bool) -> pa.Table:
+    """The edges of one (from table, to table) pair: from, to, then the properties."""
+    if by_start:
+        rows = rows.filter(pc.equal(rows.column("from_table"), start))
+    if by_end:
+        rows = rows.filter(pc.equal(rows.column("to_table"), end))
+    ends = ("from", "to", "from_table", "to_table", *_EXTRA)
+    properties = [c for c in rows.schema.names if c not in ends]
+    return rows.select(["from", "to", *properties])
+
+
+def _linked(edges: pa.Table, starts: pa.Array | None, ends: pa.Array | None) -> pa.Table:
+    """The edges whose two ends are in the replica."""
+    if starts is None or ends is None:
+        return edges.slice(0, 0)
+    mask = pc.and_(
+        pc.is_in(edges.column("from"), value_set=starts),
+        pc.is_in(edges.column("to"), value_set=ends),
+    )
+    return edges.filter(mask)

@@ -1,0 +1,654 @@
+"""Fleet memory: three robots (own map frames and areas) push to a real S3-compatible server on
+loopback (moto's, started here) and to a plain directory; the fleet's answers are checked
+against the union of each robot's own answers, and pushes are repeated, cut and resumed."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
+from emem_graph.errors import InvalidInputError
+from emem_graph.fleet import FleetLocation, FleetMemory, Frame, push_memory
+from emem_graph.fleet.replica import build_replica
+from emem_graph.fleet.shared_table import SharedTable
+from emem_graph.fleet.tools import FLEET_TOOLS
+
+moto_server = pytest.importorskip("moto.server")
+boto3 = pytest.importorskip("boto3")
+
+BUCKET = "fleet"
+CLI = (sys.executable, "-m", "emem_graph.cli")
+DAY = 86_400.0
+LINE_RE = re.compile(r"^\d+\. (?:\[robot (?P<robot>[^\]]+)\] )?(?P<rest>.*)$")
+
+
+@dataclass
+class Robot:
+    """A simulated robot: its name, where its map frame sits in the fleet frame, its own
+    start time and what it sees (text, x, y in its own frame)."""
+
+    name: str
+    frame: Frame
+    start: float
+    seen: list[tuple[str, float, float]]
+    entities: list[tuple[str, float, float]] = field(default_factory=list)
+
+    def local(self, fx: float, fy: float) -> tuple[float, float]:
+        """A fleet-frame point in this robot's frame."""
+        dx, dy = fx - self.frame.x, fy - self.frame.y
+        c, s = math.cos(self.frame.yaw), math.sin(self.frame.yaw)
+        return c * dx + s * dy, -s * dx + c * dy
+
+
+def _robots() -> list[Robot]:
+    a = Robot(
+        "alpha",
+        Frame(0.0, 0.0, 0.0),
+        1_790_000_000.0,
+        [
+            ("a kettle on the kitchen counter", 1.0, 2.0),
+            ("a red toolbox by the kitchen door", 4.0, 0.5),
+            ("a bowl of apples on the table", 2.5, 3.0),
+        ],
+    )
+    b = Robot(
+        "bravo",
+        Frame(10.0, -5.0, math.pi / 2),
+        1_790_000_100.0,
+        [
+            ("a drill on the workbench", 0.0, 0.0),
+            ("a ladder against the wall", 3.0, -1.0),
+            ("a stack of pallets in the corner", -2.0, -2.0),
+        ],
+    )
+    c = Robot(
+        "charlie",
+        Frame(-20.0, 8.0, math.pi),
+        1_790_000_200.0,
+        [
+            ("a fire extinguisher in the corridor", 1.0, 1.0),
+            ("a vending machine near the stairs", 5.0, 0.0),
+        ],
+    )
+    # alpha and bravo both see the red toolbox at one place of the fleet frame (4, 0.5).
+    a.entities = [("red toolbox", 4.0, 0.5), ("kettle", 1.0, 2.0)]
+    b.entities = [("red toolbox", *b.local(4.2, 0.5)), ("drill", 0.0, 0.0)]
+    c.entities = [("fire extinguisher", 1.0, 1.0)]
+    return [a, b, c]
+
+
+def _build(robot: Robot, directory: Path, extra: int = 0, extra_start: float = 0.0) -> None:
+    """Write the robot's memory (or, with ``extra``, that many more observations a day
+    later) and close it."""
+    now = [robot.start + extra_start]
+
+    def clock() -> float:
+        return now[0]
+
+    memory = SpatioTemporalMemory(
+        config=MemoryConfig(db_path=str(directory), maintenance_interval=None),
+        embedding_provider=HashingEmbedder(384),
+        get_current_time=clock,
+    )
+    try:
+        if extra:
+            for i in range(extra):
+                now[0] += 60.0
+                memory.add(f"patrol note {i} of {robot.name}", i % 7, i % 5, timestamp=now[0])
+            return
+        for text, x, y in robot.seen:
+            now[0] += 10.0
+            memory.add(text, x, y, timestamp=now[0], layer_name="vision")
+        for name, x, y in robot.entities:
+            now[0] += 10.0
+            memory.add_entity(name, x, y, timestamp=now[0])
+    finally:
+        memory.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class _RequestCounter(logging.Handler):
+    """Counts the requests moto's server logs (one line per HTTP request)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += 1
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[dict[str, object]]:
+    """A moto S3 server on 127.0.0.1 (random port) with the bucket, its AWS_* variables set
+    for this process and the pushes' child processes."""
+    port = _free_port()
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    counter = _RequestCounter()
+    werkzeug = logging.getLogger("werkzeug")
+    werkzeug.addHandler(counter)
+    werkzeug.propagate = False
+    env = {
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+        "AWS_ALLOW_HTTP": "true",
+    }
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    client = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    client.create_bucket(Bucket=BUCKET)
+    yield {"client": client, "requests": counter}
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    werkzeug.removeHandler(counter)
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def robots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Robot, Path]]:
+    """The three robots' memories, written once per module (tests that add copy them)."""
+    root = tmp_path_factory.mktemp("robots")
+    built = {}
+    for robot in _robots():
+        _build(robot, root / robot.name)
+        built[robot.name] = (robot, root / robot.name)
+    return built
+
+
+def _objects(s3: dict[str, object], prefix: str) -> dict[str, str]:
+    """Key -> ETag of every object under the prefix."""
+    client = s3["client"]
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
+    return {o["Key"]: o["ETag"] for page in pages for o in page.get("Contents", [])}
+
+
+def _cli_push(directory: Path, uri: str, robot: Robot) -> subprocess.Popen[str]:
+    frame = ",".join(repr(v) for v in robot.frame.as_list())
+    return subprocess.Popen(
+        [*CLI, "fleet", "push", str(directory), uri, "--robot", robot.name, f"--frame={frame}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+
+
+def _lines(answer: str) -> list[tuple[str | None, str]]:
+    """(robot, the rest of the line) of each numbered line."""
+    found = []
+    for line in answer.splitlines():
+        match = LINE_RE.match(line)
+        if match:
+            found.append((match["robot"], match["rest"]))
+    return found
+
+
+def _own_memory(directory: Path) -> SpatioTemporalMemory:
+    return SpatioTemporalMemory(
+        db_path=str(directory), embedding_provider=HashingEmbedder(384), read_only=True
+    )
+
+
+def _fleet(uri: str | FleetLocation) -> FleetMemory:
+    return FleetMemory(uri, embedding_provider=HashingEmbedder(384), get_current_time=lambda: 2e9)
+
+
+@pytest.fixture(scope="module")
+def pushed(
+    s3: dict[str, object], robots: dict[str, tuple[Robot, Path]]
+) -> tuple[str, dict[str, object]]:
+    """The three robots pushed at once, each from its own process, to s3://fleet/pushed."""
+    uri = f"s3://{BUCKET}/pushed"
+    before = s3["requests"].count
+    processes = [_cli_push(directory, uri, robot) for robot, directory in robots.values()]
+    outputs = [p.communicate(timeout=120) for p in processes]
+    for process, (out, err) in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, err
+        assert "push 1 committed" in out
+    return uri, {"requests": s3["requests"].count - before}
+
+
+def test_three_robots_pushing_at_once_all_land(
+    pushed: tuple[str, dict[str, object]], robots: dict[str, tuple[Robot, Path]]
+) -> None:
+    uri, stats = pushed
+    fleet = _fleet(uri)
+    assert fleet.robots() == {"alpha": 1, "bravo": 1, "charlie": 1}
+    table = SharedTable(FleetLocation(uri))
+    observations = sum(len(robot.seen) for robot, _ in robots.values())
+    entities = sum(len(robot.entities) for robot, _ in robots.values())
+    assert table.count("kind = 'observation'") == observations
+    assert table.count("kind = 'entity'") == entities
+    assert 0 < int(stats["requests"]) < 2_000
+
+
+def test_fleet_temporal_answer_is_the_union_of_the_robots_answers_in_the_fleet_frame(
+    pushed: tuple[str, dict[str, object]], robots: dict[str, tuple[Robot, Path]]
+) -> None:
+    uri, _ = pushed
+    fleet_lines = _lines(_fleet(uri).temporal_query(order="oldest", n_results=100))
+    expected = []
+    for robot, directory in robots.values():
+        with _own_memory(directory) as memory:
+            own = _lines(memory.temporal_query(order="oldest", n_results=100))
+        for (_, rest), (text, x, y) in zip(own, robot.seen, strict=True):
+            fx, fy = robot.frame.apply(x, y)
+            moved = re.sub(r"\(-?[\d.]+,-?[\d.]+\)", f"({fx:.1f},{fy:.1f})", rest, count=1)
+            assert moved.endswith(text)
+            expected.append((robot.name, moved))
+    assert sorted(fleet_lines) == sorted(expected)
+    times = [re.search(r"\[(\d{4}-[^\]]+)\]", rest)[1] for _, rest in fleet_lines]
+    assert times == sorted(times)
+
+
+def test_fleet_spatial_answer_is_the_union_of_each_robots_answer_around_the_same_place(
+    pushed: tuple[str, dict[str, object]], robots: dict[str, tuple[Robot, Path]]
+) -> None:
+    uri, _ = pushed
+    fleet = _fleet(uri)
+    for fx, fy, radius in ((3.0, 1.0, 4.0), (10.0, -3.0, 6.0), (-21.0, 7.0, 5.0), (0, 0, 40)):
+        answer = fleet.spatial_query(fx, fy, radius=radius, n_results=50)
+        found = {(r, rest.rsplit("] ", 1)[1]) for r, rest in _lines(answer)}
+        union = set()
+        for robot, directory in robots.values():
+            lx, ly = robot.local(fx, fy)
+            with _own_memory(directory) as memory:
+                own = memory.spatial_query(lx, ly, radius=radius, n_results=50)
+            union |= {(robot.name, rest.rsplit("] ", 1)[1]) for _, rest in _lines(own)}
+        assert found == union, (fx, fy)
+        assert found
+
+
+def test_semantic_search_finds_each_robots_own_best_answer_and_names_its_robot(
+    pushed: tuple[str, dict[str, object]], robots: dict[str, tuple[Robot, Path]]
+) -> None:
+    uri, _ = pushed
+    fleet = _fleet(uri)
+    for robot, directory in robots.values():
+        text = robot.seen[-1][0]
+        with _own_memory(directory) as memory:
+            own_best = _lines(memory.semantic_search(text, n_results=1))[0][1]
+        fleet_best = _lines(fleet.semantic_search(text, n_results=3))[0]
+        assert fleet_best[0] == robot.name
+        assert fleet_best[1].endswith(own_best.rsplit("] ", 1)[1])
+        only = _lines(fleet.semantic_search("a red toolbox", robot=robot.name))
+        assert only and {r for r, _ in only} == {robot.name}
+
+
+def test_entities_seen_by_two_robots_are_one_fleet_entity_with_both_sightings(
+    pushed: tuple[str, dict[str, object]],
+) -> None:
+    uri, _ = pushed
+    fleet = _fleet(uri)
+    answer = fleet.entity_query(name="toolbox")
+    assert len(answer.splitlines()) == 1, answer
+    assert answer.startswith("1. [robots alpha, bravo] [entity/object] (4.1,0.5) [seen 2x]")
+    assert "alpha: 1x at (4.0,0.5)" in answer and "bravo: 1x at (4.2,0.5)" in answer
+    names = [f.entity.name for f in fleet.fleet_entities()]
+    assert sorted(names) == ["drill", "fire extinguisher", "kettle", "red toolbox"]
+    assert fleet.entity_query(name="toolbox", robot="charlie") == "No entities found."
+
+
+def test_locate_and_recall_answer_in_the_fleet_frame(
+    pushed: tuple[str, dict[str, object]],
+) -> None:
+    uri, _ = pushed
+    fleet = _fleet(uri)
+    answer = fleet.locate("a drill on the workbench")
+    assert answer.splitlines()[0] == "Location: (10.0, -5.0, 0.0)"
+    assert "[robot bravo]" in answer
+    recall = fleet.recall("a fire extinguisher in the corridor")
+    assert recall.startswith("About 'a fire extinguisher in the corridor' — location (-21.0, 7.0)")
+    assert "[robot charlie] [vision] (-21.0,7.0)" in recall
+    assert fleet.search_gists("kitchen") == "No gists found."
+
+
+def test_pushing_again_with_nothing_changed_writes_nothing(
+    s3: dict[str, object],
+    pushed: tuple[str, dict[str, object]],
+    robots: dict[str, tuple[Robot, Path]],
+) -> None:
+    uri, _ = pushed
+    before = _objects(s3, "pushed/")
+    rows = SharedTable(FleetLocation(uri)).count()
+    for robot, directory in robots.values():
+        report = push_memory(directory, uri, robot.name)  # the frame is the last push's
+        assert report.nothing_changed and report.push == 1
+    assert _objects(s3, "pushed/") == before
+    assert SharedTable(FleetLocation(uri)).count() == rows
+
+
+_KILLED_PUSH = textwrap.dedent(
+    """
+    import os, signal, sys
+    from emem_graph.fleet import push, shared_table, location
+    cut = sys.argv[4]
+    if cut == "vectors":  # after the first shared-table commit, before the manifest
+        append = shared_table.SharedTable.append
+        def append_then_die(self, rows):
+            append(self, rows)
+            os.kill(os.getpid(), signal.SIGKILL)
+        shared_table.SharedTable.append = append_then_die
+    elif cut == "manifest":  # after the state, as the manifest was to be written
+        write_json = location.FleetLocation.write_json
+        def die_at_manifest(self, relative, value):
+            if relative.endswith("manifest.json"):
+                os.kill(os.getpid(), signal.SIGKILL)
+            write_json(self, relative, value)
+        location.FleetLocation.write_json = die_at_manifest
+    push.push_memory(sys.argv[1], sys.argv[2], sys.argv[3])
+    """
+)
+
+
+@pytest.mark.parametrize("cut", ["vectors", "manifest"])
+def test_a_push_killed_midway_leaves_nothing_visible_and_the_next_push_completes_it(
+    s3: dict[str, object], robots: dict[str, tuple[Robot, Path]], tmp_path: Path, cut: str
+) -> None:
+    robot, directory = robots["alpha"]
+    uri = f"s3://{BUCKET}/killed-{cut}"
+    push_memory(directory, uri, robot.name)
+    fleet = _fleet(uri)
+    before = fleet.temporal_query(n_results=100)
+    copy = tmp_path / "alpha"
+    subprocess.run(["cp", "-r", str(directory), str(copy)], check=True)
+    _build(robot, copy, extra=5, extra_start=DAY)
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILLED_PUSH, str(copy), uri, robot.name, cut],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    table = SharedTable(FleetLocation(uri))
+    assert table.count("push = 2") > 0  # the cut push's rows are there...
+    fleet.refresh()
+    assert fleet.robots() == {"alpha": 1}
+    assert fleet.temporal_query(n_results=100) == before  # ...but nothing of them is visible
+    report = push_memory(copy, uri, robot.name)
+    assert report.push == 2 and report.changed["Observation"] == 5
+    fleet.refresh()
+    after = _lines(fleet.temporal_query(n_results=100))
+    assert len(after) == len(robot.seen) + 5
+    assert len({rest for _, rest in after}) == len(after)  # no record twice
+    assert table.count("robot = 'alpha' AND kind = 'observation'") == len(robot.seen) + 5
+
+
+def test_what_a_cut_push_wrote_never_shows_after_a_later_push_of_other_changes(
+    robots: dict[str, tuple[Robot, Path]], tmp_path: Path
+) -> None:
+    robot, directory = robots["alpha"]
+    uri = str(tmp_path / "fleet")
+    push_memory(directory, uri, robot.name)
+    with_ladder = tmp_path / "with-ladder"
+    subprocess.run(["cp", "-r", str(directory), str(with_ladder)], check=True)
+    memory = SpatioTemporalMemory(db_path=str(with_ladder), embedding_provider=HashingEmbedder(384))
+    memory.add_entity("ladder", 9.0, 9.0, timestamp=robot.start + DAY)
+    memory.close()
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILLED_PUSH, str(with_ladder), uri, robot.name, "manifest"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    # The robot's memory goes on without the ladder (restored from before), and changes.
+    later = tmp_path / "later"
+    subprocess.run(["cp", "-r", str(directory), str(later)], check=True)
+    _build(robot, later, extra=3, extra_start=DAY)
+    assert push_memory(later, uri, robot.name).push == 2
+    fleet = _fleet(uri)
+    assert "ladder" not in fleet.entity_query(n_results=50)
+    assert len(_lines(fleet.temporal_query(n_results=50))) == len(robot.seen) + 3
+    replica = build_replica(uri, tmp_path / "replica")
+    assert replica.nodes["Entity"] == len(robot.entities)
+
+
+def test_a_killed_cli_push_at_any_moment_leaves_an_all_or_nothing_fleet(
+    s3: dict[str, object], robots: dict[str, tuple[Robot, Path]]
+) -> None:
+    robot, directory = robots["charlie"]
+    uri = f"s3://{BUCKET}/sigkill"
+    process = _cli_push(directory, uri, robot)
+    try:
+        process.communicate(timeout=1.8)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGKILL)
+        process.communicate()
+    fleet = _fleet(uri)
+    lines = _lines(fleet.temporal_query(n_results=100))
+    assert len(lines) in (0, len(robot.seen))
+    push_memory(directory, uri, robot.name, frame=robot.frame)
+    fleet.refresh()
+    assert len(_lines(fleet.temporal_query(n_results=100))) == len(robot.seen)
+
+
+def test_a_day_offline_backlog_is_pushed_incrementally(
+    s3: dict[str, object], robots: dict[str, tuple[Robot, Path]], tmp_path: Path
+) -> None:
+    robot, directory = robots["bravo"]
+    uri = f"s3://{BUCKET}/backlog"
+    copy = tmp_path / "bravo"
+    subprocess.run(["cp", "-r", str(directory), str(copy)], check=True)
+    first = push_memory(copy, uri, robot.name, frame=robot.frame)
+    assert first.changed["Observation"] == len(robot.seen)
+    _build(robot, copy, extra=120, extra_start=DAY)  # two hours of notes, a day later
+    backlog = push_memory(copy, uri, robot.name)
+    assert backlog.push == 2
+    assert backlog.changed["Observation"] == 120  # only what changed is sent
+    assert backlog.changed["Entity"] == 0
+    fleet = _fleet(uri)
+    newest = _lines(fleet.temporal_query(n_results=1))[0]
+    assert newest[0] == "bravo" and newest[1].endswith("patrol note 119 of bravo")
+    # positions of the backlog are in the fleet frame too (the frame kept from push 1)
+    fx, fy = robot.frame.apply(119 % 7, 119 % 5)
+    assert f"({fx:.1f},{fy:.1f})" in newest[1]
+
+
+def test_a_replica_holds_each_robots_committed_rows_once_in_the_fleet_frame(
+    robots: dict[str, tuple[Robot, Path]], tmp_path: Path
+) -> None:
+    uri = str(tmp_path / "fleet")
+    for robot, directory in robots.values():
+        push_memory(directory, uri, robot.name, frame=robot.frame)
+    _, directory = robots["alpha"]
+    copy = tmp_path / "alpha"
+    subprocess.run(["cp", "-r", str(directory), str(copy)], check=True)
+    memory = SpatioTemporalMemory(
+        db_path=str(copy), embedding_provider=HashingEmbedder(384), get_current_time=lambda: 2e9
+    )
+    memory.add_entity("kettle", 1.1, 2.0, timestamp=2e9)  # the kettle's row changes
+    memory.close()
+    assert push_memory(copy, uri, "alpha").changed["Entity"] == 1
+    report = build_replica(uri, tmp_path / "replica")
+    assert report.robots == {"alpha": 2, "bravo": 1, "charlie": 1}
+    assert report.nodes["Observation"] == sum(len(r.seen) for r, _ in robots.values())
+    assert report.nodes["Entity"] == sum(len(r.entities) for r, _ in robots.values())
+    with pytest.raises(InvalidInputError, match="exists"):
+        build_replica(uri, tmp_path / "replica")
+    cypher = (
+        "MATCH (e:Entity)-[:REMEMBERED_BY]->(r:Robot) RETURN r.name AS robot, e.name AS name, "
+        "e.observation_count AS seen, e.x AS x, e.y AS y ORDER BY robot, name"
+    )
+    result = subprocess.run(
+        [*CLI, "cypher", str(tmp_path / "replica"), cypher, "--format", "json"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)["rows"]
+    assert [(r["robot"], r["name"], r["seen"]) for r in rows] == [
+        ("alpha", "kettle", 2), ("alpha", "red toolbox", 1), ("bravo", "drill", 1),
+        ("bravo", "red toolbox", 1), ("charlie", "fire extinguisher", 1),
+    ]  # fmt: skip
+    bravo_toolbox = next(r for r in rows if r["robot"] == "bravo" and r["name"] == "red toolbox")
+    assert (round(bravo_toolbox["x"], 6), round(bravo_toolbox["y"], 6)) == (4.2, 0.5)
+
+
+def test_a_file_uri_fleet_answers_like_the_s3_one(
+    pushed: tuple[str, dict[str, object]], robots: dict[str, tuple[Robot, Path]], tmp_path: Path
+) -> None:
+    s3_uri, _ = pushed
+    local = tmp_path / "fleet"
+    for robot, directory in robots.values():
+        push_memory(directory, f"file://{local}", robot.name, frame=robot.frame)
+    assert (local / "fleet.json").is_file()
+    on_disk, on_s3 = _fleet(str(local)), _fleet(s3_uri)
+    for ask in (
+        lambda f: f.temporal_query(n_results=50),
+        lambda f: f.spatial_query(5.0, 0.0, radius=20.0, n_results=50),
+        lambda f: f.entity_query(),
+        lambda f: f.locate("a ladder against the wall"),
+    ):
+        assert ask(on_disk) == ask(on_s3)
+
+
+def test_compacting_the_shared_table_changes_no_answer_and_pushes_go_on(
+    s3: dict[str, object], robots: dict[str, tuple[Robot, Path]], tmp_path: Path
+) -> None:
+    uri = f"s3://{BUCKET}/compacted"
+    for robot, directory in robots.values():
+        push_memory(directory, uri, robot.name, frame=robot.frame)
+    fleet = _fleet(uri)
+    others = ["alpha", "bravo"]  # charlie pushes during the compaction
+    asked = [
+        lambda f: f.temporal_query(n_results=100),
+        lambda f: f.entity_query(robot=others),
+        lambda f: f.semantic_search("a ladder against the wall", robot=others),
+        lambda f: f.spatial_query(0.0, 0.0, radius=50.0, n_results=50, robot=others),
+    ]
+    before = [ask(fleet) for ask in asked]
+    robot, directory = robots["charlie"]
+    copy = tmp_path / "charlie"
+    subprocess.run(["cp", "-r", str(directory), str(copy)], check=True)
+    _build(robot, copy, extra=20, extra_start=DAY)
+    pushing = _cli_push(copy, uri, robot)
+    table = SharedTable(FleetLocation(uri))
+    fragments, after = table.compact()
+    _, err = pushing.communicate(timeout=120)
+    assert pushing.returncode == 0, err
+    assert after < fragments
+    table.compact()
+    fleet.refresh()
+    now = _lines(fleet.temporal_query(n_results=100))
+    assert len(now) == len(_lines(before[0])) + 20
+    assert [ask(fleet) for ask in asked[1:]] == before[1:]
+
+
+def test_a_push_refuses_a_location_it_did_not_create_and_bad_names(
+    robots: dict[str, tuple[Robot, Path]], tmp_path: Path
+) -> None:
+    robot, directory = robots["alpha"]
+    occupied = tmp_path / "occupied"
+    occupied.mkdir()
+    (occupied / "notes.txt").write_text("mine")
+    with pytest.raises(InvalidInputError, match="not an emem-graph fleet"):
+        push_memory(directory, str(occupied), robot.name)
+    assert sorted(p.name for p in occupied.iterdir()) == ["notes.txt"]
+    with pytest.raises(InvalidInputError, match="robot name"):
+        push_memory(directory, str(tmp_path / "fleet"), "../escape")
+    with pytest.raises(InvalidInputError, match="x,y,yaw"):
+        Frame.parse("1,2")
+    with pytest.raises(InvalidInputError, match="scheme"):
+        FleetLocation("ftp://host/fleet")
+    with pytest.raises(InvalidInputError, match="names a host"):
+        FleetLocation("file://fleet")  # file:///fleet or fleet
+    with pytest.raises(InvalidInputError, match="no bucket"):
+        FleetLocation("s3:///prefix")
+
+
+def test_cli_errors_are_one_line(robots: dict[str, tuple[Robot, Path]], tmp_path: Path) -> None:
+    _, directory = robots["alpha"]
+    result = subprocess.run(
+        [*CLI, "fleet", "push", str(directory), str(tmp_path / "f"), "--robot", "no spaces"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "robot name" in result.stderr
+
+
+def test_fleet_tools_by_name_and_their_definitions(
+    pushed: tuple[str, dict[str, object]],
+) -> None:
+    uri, _ = pushed
+    fleet = _fleet(uri)
+    names = [d["function"]["name"] for d in fleet.get_tool_definitions()]
+    assert names == [
+        "semantic_search", "spatial_query", "temporal_query", "search_gists",
+        "entity_query", "locate", "recall",
+    ]  # fmt: skip
+    for definition in fleet.get_tool_definitions():
+        assert "robot" in definition["function"]["parameters"]["properties"]
+    answer = fleet.dispatch_tool_call("entity_query", '{"name": "drill", "robot": "bravo"}')
+    assert answer.startswith("1. [robot bravo] [entity/object]")
+    assert fleet.dispatch_tool_call("episode_summary", {}).startswith("Error: unknown tool")
+    assert fleet.dispatch_tool_call("locate", {"concept": ""}).startswith("Error: ")
+    assert fleet.dispatch_tool_call("locate", {"concept": "x", "bogus": 1}).startswith("Error: ")
+
+
+def test_frame_moves_points_rigidly() -> None:
+    frame = Frame(10.0, -5.0, math.pi / 2)
+    import numpy as np
+
+    x, y = frame.apply(np.array([1.0, 0.0]), np.array([0.0, 2.0]))
+    assert np.allclose(x, [10.0, 8.0]) and np.allclose(y, [-4.0, -5.0])
+
+
+def test_fleet_serve_offers_the_fleet_tools_over_mcp_stdio(
+    robots: dict[str, tuple[Robot, Path]], tmp_path: Path
+) -> None:
+    import asyncio
+
+    from fastmcp import Client
+    from fastmcp.client.transports import StdioTransport
+
+    uri = str(tmp_path / "fleet")
+    for robot, directory in robots.values():
+        push_memory(directory, uri, robot.name, frame=robot.frame)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    transport = StdioTransport(
+        sys.executable,
+        ["-m", "emem_graph.cli", "fleet", "serve", uri, "--embedder", "hashing"],
+        env={**env, "HF_HUB_OFFLINE": "1"},
+        keep_alive=False,
+    )
+
+    async def ask() -> tuple[list[str], str, bool]:
+        async with Client(transport, timeout=60) as client:
+            tools = [tool.name for tool in await client.list_tools()]
+            answer = await client.call_tool("entity_query", {"name": "toolbox"})
+            refused = await client.call_tool(
+                "locate", {"concept": "x", "bogus": 1}, raise_on_error=False
+            )
+            return tools, answer.content[0].text, refused.is_error
+
+    tools, answer, refused = asyncio.run(ask())
+    assert sorted(tools) == sorted(FLEET_TOOLS)
+    assert answer.startswith("1. [robots alpha, bravo] [entity/object]")
+    assert refused
