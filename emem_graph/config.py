@@ -113,9 +113,10 @@ class MemoryConfig(BaseModel):
     )
     """Which embedder to build when none is passed to the memory."""
     graph_engine: Literal["kuzu", "ladybug"] | None = None
-    """The graph engine: kuzu (Kuzu 0.11.3) or ladybug (its maintained fork, the ``ladybug``
-    extra). None: the EMEM_GRAPH_ENGINE environment variable, else kuzu. A name given here
-    wins over the variable. Their files are incompatible: ``emem-graph migrate`` converts."""
+    """The graph engine: ladybug (LadybugDB 0.22, the maintained fork of Kuzu: the default) or
+    kuzu (Kuzu 0.11.3, archived upstream; memories written before ladybug became the default).
+    None: the EMEM_GRAPH_ENGINE environment variable, else ladybug. A name given here wins over
+    the variable. Their files are incompatible: ``emem-graph migrate`` converts."""
     ollama_host: str = "http://127.0.0.1:11434"
     ollama_embedding_model: str = "nomic-embed-text"
     ollama_timeout: float = Field(30.0, gt=0.0)

@@ -56,7 +56,8 @@ class QueryTimeoutError(EmemGraphError):
 
 
 class DatabaseLockedError(StorageError):
-    """The graph database is held read-write by another process (Kuzu allows one such process)."""
+    """The graph database is held read-write by another process (the memory allows one such
+    process: its own lock, on either engine)."""
 
     @classmethod
     def held_elsewhere(cls, root: object) -> DatabaseLockedError:
@@ -64,8 +65,8 @@ class DatabaseLockedError(StorageError):
         process."""
         return cls(
             f"the memory {root} is open read-write in another process (a running memory or "
-            "robot), and Kuzu lets no other process open it meanwhile: while it runs, query it "
-            "through the ROS bridge's Query service, or stop that process first"
+            "robot), and the memory lets no other process open it meanwhile: while it runs, "
+            "query it through the ROS bridge's Query service, or stop that process first"
         )
 
 

@@ -19,6 +19,7 @@ from emem_graph.errors import (
     GraphEngineMismatchError,
 )
 from emem_graph.storage.graph import (
+    DEFAULT_ENGINE,
     ENGINE_ENV,
     ENGINES,
     GraphDB,
@@ -88,14 +89,14 @@ def test_a_reader_in_another_process_admits_readers_and_refuses_a_writer(
     GraphDB(graph_path).close()
 
 
-def test_the_engine_is_the_configured_one_then_the_environment_then_kuzu(
+def test_the_engine_is_the_configured_one_then_the_environment_then_ladybug(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv(ENGINE_ENV, raising=False)
+    assert resolve_engine() == DEFAULT_ENGINE == "ladybug"
+    monkeypatch.setenv(ENGINE_ENV, "kuzu")
     assert resolve_engine() == "kuzu"
-    monkeypatch.setenv(ENGINE_ENV, "ladybug")
-    assert resolve_engine() == "ladybug"
-    assert resolve_engine("kuzu") == "kuzu"  # a name given in the configuration wins
+    assert resolve_engine("ladybug") == "ladybug"  # a name given in the configuration wins
     monkeypatch.setenv(ENGINE_ENV, "neo4j")
     with pytest.raises(ConfigError, match="EMEM_GRAPH_ENGINE='neo4j' is not a graph engine"):
         resolve_engine()
@@ -110,3 +111,17 @@ def test_one_process_runs_one_engine(graph_path: Path) -> None:
     assert other not in sys.modules
     with pytest.raises(GraphEngineMismatchError, match="emem-graph migrate"):
         GraphDB(graph_path, engine=other)
+
+
+def test_a_file_of_a_newer_storage_version_is_refused_naming_migrate(graph_path: Path) -> None:
+    """The byte after the magic is the engine's storage version (Kuzu 0.11.3: 39, LadybugDB
+    0.22: 49); a file of a later release of the same engine is refused in one line naming
+    migrate. (LadybugDB also opens files of its earlier storage versions; Kuzu none but its own.)"""
+    raw = bytearray(graph_path.read_bytes())
+    assert file_engine(graph_path) == resolve_engine()
+    raw[4] += 1
+    graph_path.write_bytes(bytes(raw))
+    with pytest.raises(GraphEngineMismatchError, match="another storage version") as caught:
+        GraphDB(graph_path)
+    assert "emem-graph migrate" in str(caught.value)
+    assert "\n" not in str(caught.value)

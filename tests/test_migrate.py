@@ -6,6 +6,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +19,14 @@ from stepped_memory import START, SteppedMemory
 
 from emem_graph.cli import main
 from emem_graph.errors import GraphEngineMismatchError
-from emem_graph.storage.graph import ENGINES, GraphDB, file_engine, resolve_engine
+from emem_graph.storage.graph import (
+    DEFAULT_ENGINE,
+    ENGINE_ENV,
+    ENGINES,
+    GraphDB,
+    file_engine,
+    resolve_engine,
+)
 from emem_graph.storage.graph_transfer import export_tables
 from emem_graph.storage.store import GRAPH_FILE
 
@@ -167,6 +177,35 @@ def test_opening_the_other_engines_copy_names_migrate(migrated: Migrated) -> Non
     with pytest.raises(GraphEngineMismatchError, match="emem-graph migrate") as caught:
         GraphDB(migrated.other / GRAPH_FILE, read_only=True)
     assert "\n" not in str(caught.value)
+
+
+def test_a_memory_of_the_other_engine_on_the_default_is_one_line_naming_migrate(
+    migrated: Migrated,
+) -> None:
+    """A memory written by the engine that is not the default (a Kuzu memory, made before
+    LadybugDB became the default), opened by the command line with no engine named: one line
+    on stderr that names `emem-graph migrate`, exit 2, the memory unchanged."""
+    other = next(e for e in ENGINES if e != DEFAULT_ENGINE)
+    memory = (
+        migrated.source if file_engine(migrated.source / GRAPH_FILE) == other else migrated.other
+    )
+    assert file_engine(memory / GRAPH_FILE) == other
+    before = fingerprint(memory)
+    env = {k: v for k, v in os.environ.items() if k != ENGINE_ENV}
+    script = Path(sys.executable).with_name("emem-graph")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "emem_graph.cli"]
+    done = subprocess.run(
+        [*command, "stats", str(memory)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr == (
+        f"emem-graph: error: the memory {memory} was written by graph engine {other}, this "
+        f"process runs {DEFAULT_ENGINE}: set graph_engine={other!r} (or {ENGINE_ENV}={other}), "
+        f"or copy it with: emem-graph migrate {memory} NEW_DIR --engine {DEFAULT_ENGINE}\n"
+    )
+    assert fingerprint(memory) == before
 
 
 def test_migrate_refuses_an_existing_destination_and_a_directory_without_a_memory(

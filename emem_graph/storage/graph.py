@@ -1,6 +1,7 @@
 """GraphDB: the property graph, the source of truth. The only module that loads the graph
-engine, Kuzu 0.11.3 (``kuzu``) or its maintained fork LadybugDB (``ladybug``), by the name
-the configuration chooses (statement_runner.py names kuzu's types only, for type checking).
+engine, LadybugDB 0.22 (``ladybug``, the default) or Kuzu 0.11.3 (``kuzu``, archived upstream;
+LadybugDB is its maintained fork), by the name the configuration chooses (statement_runner.py
+names kuzu's types only, for type checking).
 
 It opens the database (and maps Kuzu's open failures to emem_graph errors), creates or checks
 the schema, runs named reads, serialises write transactions, and gives a developer statement
@@ -50,7 +51,11 @@ log = logging.getLogger(__name__)
 
 ENGINES = ("kuzu", "ladybug")
 """The graph engines a memory runs on, by module name."""
-DEFAULT_ENGINE = "kuzu"
+DEFAULT_ENGINE = "ladybug"
+"""The engine of a memory whose configuration and environment name none: LadybugDB, chosen by
+the measured table in docs/graph-engine.md (the whole suite passes on it, it lost nothing in
+the crash matrix, and it is maintained; Kuzu is archived). Memories written by Kuzu open with
+graph_engine="kuzu" / EMEM_GRAPH_ENGINE=kuzu, or are copied with ``emem-graph migrate``."""
 ENGINE_ENV = "EMEM_GRAPH_ENGINE"
 """The environment variable naming the engine when the configuration names none."""
 _MAGIC = {b"KUZU": "kuzu", b"LBUG": "ladybug"}
@@ -63,7 +68,8 @@ whole memory: the same on both engines."""
 
 
 def resolve_engine(configured: str | None = None) -> str:
-    """The graph engine to use: the configured one, else EMEM_GRAPH_ENGINE, else kuzu.
+    """The graph engine to use: the configured one, else EMEM_GRAPH_ENGINE, else the default
+    (DEFAULT_ENGINE: ladybug).
 
     Raises:
         ConfigError: the name is not one of ENGINES.
@@ -98,9 +104,9 @@ def load_engine(name: str) -> ModuleType:
             raise ImportError(f"{name}'s native module did not load")
         return module
     except ImportError as exc:
-        extra = "" if name == DEFAULT_ENGINE else f"[{name}]"
         raise BackendUnavailableError(
-            f"graph engine {name} is not installed ({exc}); pip install 'emem-graph{extra}'"
+            f"graph engine {name} is not installed ({exc}); pip install 'emem-graph' (it "
+            "depends on both engines)"
         ) from exc
 
 

@@ -37,7 +37,7 @@ from emem_graph.explore.landlock import landlock_abi
 from emem_graph.explore.sandbox import CypherSandbox, sandbox_layers
 from emem_graph.explore.sandbox_wire import decode_value, encode_value
 from emem_graph.explore.shell import shell
-from emem_graph.storage.graph import GraphDB
+from emem_graph.storage.graph import GraphDB, resolve_engine
 from ros_bridge import services as services_module
 from ros_bridge.services import DefaultServiceSettings, MemoryOwner, ServiceDispatcher
 from ros_bridge.srv_files import default_request
@@ -56,6 +56,13 @@ ESCAPES = {
 SETTINGS = "CALL current_setting('threads') RETURN *"
 BIND_BOMB = "UNWIND range(1, 50000000) AS x RETURN count(x)"
 """Kuzu builds the 5e7-element list while binding (~25 GB, minutes), outside its timeout."""
+VALUE_BOMB = {
+    "kuzu": BIND_BOMB,
+    "ladybug": "RETURN size(range(1, 500000000)) AS n",
+}[resolve_engine()]
+"""A statement whose allocation fails under a 512 MB RLIMIT_DATA on the run's engine:
+LadybugDB streams BIND_BOMB's UNWIND (it answered count = 50000000 inside 512 MB) but builds
+range() as a list value (5e8 integers: 4 GB; 5e7 of them fitted inside 512 MB in 3 s)."""
 LIVE_SLOW = (
     "WITH [1, 2, 3, 4] AS a0 "
     + " ".join(f"WITH a{i - 1} + a{i - 1} + a{i - 1} + a{i - 1} AS a{i}" for i in range(1, 10))
@@ -373,7 +380,7 @@ def test_rlimit_data_alone_stops_a_memory_bomb(
         pid = sandbox.pid
         started = time.monotonic()
         with pytest.raises(QueryResourceError, match="more memory"):
-            sandbox.run(BIND_BOMB, limit=5, timeout_s=60)
+            sandbox.run(VALUE_BOMB, limit=5, timeout_s=60)
         MEASURED["rlimit_data_s"] = round(time.monotonic() - started, 2)
         assert sandbox.run("RETURN 1 AS one", limit=5, timeout_s=30).rows == [[1]]
         assert sandbox.pid == pid  # the same child: no kill was needed

@@ -35,6 +35,7 @@ from emem_graph.errors import DamagedMemoryError, EmemGraphError
 from emem_graph.explore.cypher import open_graph
 from emem_graph.explore.stats import memory_stats
 from emem_graph.storage import probe
+from emem_graph.storage.graph import DEFAULT_ENGINE, ENGINE_ENV
 from emem_graph.storage.health import read_health
 
 DIM = 64
@@ -381,12 +382,12 @@ def test_random_byte_flips(seeds: dict[str, Path], tmp_path: Path, scale) -> Non
 
 _OPEN_IN_CHILD = (
     "import importlib, os, sys; "
-    "engine = importlib.import_module(os.environ.get('EMEM_GRAPH_ENGINE') or 'kuzu'); "
+    f"engine = importlib.import_module(os.environ.get({ENGINE_ENV!r}) or {DEFAULT_ENGINE!r}); "
     "db = engine.Database(sys.argv[1], read_only=True); "
     "engine.Connection(db).execute('CALL show_tables() RETURN *').get_all()"
 )
-"""Opens a graph file with the run's engine (kuzu, or ladybug with --graph-engine ladybug, which
-sets the variable); importing no emem_graph keeps each of the many children quick."""
+"""Opens a graph file with the run's engine (the variable --graph-engine sets, else the default
+engine); importing no emem_graph keeps each of the many children quick."""
 
 
 def _crashing_catalog_flip(graph: Path) -> int:

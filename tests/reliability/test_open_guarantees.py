@@ -366,19 +366,19 @@ def test_a_construction_that_fails_half_way_frees_the_directory(
 ) -> None:
     """A failure after the stores are open (here the area capability's) closes them: the retry
     opens the directory."""
-    from emem_graph import areas
+    from emem_graph import memory as facade  # the name the facade builds the capability by
 
-    real = areas.AreaMemory
+    real = facade.AreaMemory
 
     def failing(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("the area capability failed to load")
 
     held = open_registry.held_count()
-    monkeypatch.setattr(areas, "AreaMemory", failing)
+    monkeypatch.setattr(facade, "AreaMemory", failing)
     with pytest.raises(RuntimeError, match="area capability"):
         _open(tmp_path / "mem")
     assert open_registry.held_count() == held
-    monkeypatch.setattr(areas, "AreaMemory", real)
+    monkeypatch.setattr(facade, "AreaMemory", real)
     mem = _open(tmp_path / "mem")
     mem.add("works", 0.0, 0.0)
     mem.close()
