@@ -157,8 +157,11 @@ def digest_of(
     if positions:
         points = np.asarray(positions, dtype=np.float64)
         center = (float(points[:, 0].mean()), float(points[:, 1].mean()))
+    things = things_seen(texts)
+    if place is not None and _names_a_thing(place, things):
+        place = None  # "Detected coffee machine 5x. ... near the silver coffee machine": once
     return Digest(
-        things=things_seen(texts),
+        things=things,
         texts=distinct,
         text_counts=counts,
         text_vectors=matrix,
@@ -167,6 +170,17 @@ def digest_of(
         start=min(times) if times else None,
         end=max(times) if times else None,
         place=place,
+    )
+
+
+def _names_a_thing(place: str, things: dict[str, int]) -> bool:
+    """Whether a landmark's name holds one of the detected things' names, whole words: the
+    digest names each thing once, with its count, and the footer's coordinates say where
+    (which landmark is known depends on how far entity extraction has got when the gist is
+    written, so such a footer came and went from run to run)."""
+    words = f" {' '.join(re.findall(r'[a-z0-9]+', place.lower()))} "
+    return any(
+        f" {' '.join(re.findall(r'[a-z0-9]+', label.lower()))} " in words for label in things
     )
 
 
