@@ -778,11 +778,6 @@ class SpatioTemporalMemory:
     user_profile = _Delegated("profile", UserProfile.user_profile)
 
 
-ALL_STAYS_MAX = 256
-"""Entities up to which the tools read every stay at once, kept until the next write (one
-read of ~200 stays costs about two reads of some: issue 23)."""
-
-
 class _StayReads:
     """The stays as the tools read them (retrieval/history.StayReader): consolidation's
     reads and whereabouts rules on this memory's store."""
@@ -791,21 +786,9 @@ class _StayReads:
         self._store = store
 
     def positions_of(self, entity_ids: Sequence[str]) -> dict[str, list[EntityPosition]]:
-        # A graph read kept until the graph's next write (entity_query, locate and recall ask
-        # for the same stays call after call: one Kuzu round trip each); copies go out.
-        ids = tuple(entity_ids)
-        if len(self._store.entities) <= ALL_STAYS_MAX:
-            # Few entities: every stay in one read (the same scan of the Position table a
-            # read of some takes), kept for every question until the next write.
-            every = self._store.cached_read(
-                ("all_positions",), lambda: reads.all_positions(self._store)
-            )
-            kept = {key: every[key] for key in sorted(set(ids)) if key in every}
-        else:
-            kept = self._store.cached_read(
-                ("positions_of", ids), lambda: reads.positions_of(self._store, ids)
-            )
-        return {key: [stay.model_copy() for stay in stays] for key, stays in kept.items()}
+        # The store's in-process copy of the stays, no graph round trip; the kept objects
+        # themselves (StayReader's readers never change a stay), in fresh lists.
+        return self._store.entities.stays_of(entity_ids, shared=True)
 
     def landmark(self, x: float, y: float) -> str | None:
         return reads.landmark(self._store, x, y)

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
-from emem_graph import memory as memory_module
 from emem_graph.retrieval.formatting import format_time
 
 T = 1_000_000.0
@@ -58,11 +55,12 @@ def test_a_clock_before_the_look_does_not_see_it(make_memory: Any) -> None:
     assert "[stale: not seen at its last position" in mem.entity_query(name="red cup")
 
 
-def test_every_stay_at_once_answers_as_the_stays_of_some(
-    make_memory: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A small memory reads every stay at once (memory.ALL_STAYS_MAX); a larger one the stays
-    of the entities asked about: the same answers, a moved thing's history included."""
+def test_the_stays_kept_in_process_answer_as_the_graph_and_a_reopen(make_memory: Any) -> None:
+    """The tools read the stays from the store's in-process entity index (issue 23): after
+    moves, it holds what the graph holds, and a reopened memory (the index loaded from the
+    graph) gives the same answers, a moved thing's history included."""
+    from emem_graph.consolidation import reads
+
     mem = make_memory(clock=lambda: T + 3 * HOUR, **QUIET)
     for i in range(3):
         mem.add("a red cup on the kitchen table", 1.0, 1.0, timestamp=T + 60 * i)
@@ -76,5 +74,9 @@ def test_every_stay_at_once_answers_as_the_stays_of_some(
     questions = [{"name": "cup"}, {"name": "box"}, {}]
     every = [mem.entity_query(**q) for q in questions]
     assert "moved: now at (12.0, 9.0)" in every[0]
-    monkeypatch.setattr(memory_module, "ALL_STAYS_MAX", 0)
-    assert [mem.entity_query(**q) for q in questions] == every
+    ids = [e.id for e in mem.store.entities.find(limit=100)]
+    assert mem.store.entities.stays_of(ids) == reads.all_positions(mem.store)
+    path = mem.config.db_path
+    mem.close()
+    again = make_memory(name=path.rsplit("/", 1)[-1], clock=lambda: T + 3 * HOUR, **QUIET)
+    assert [again.entity_query(**q) for q in questions] == every

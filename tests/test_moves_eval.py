@@ -235,13 +235,19 @@ class _Graph:
 
     def query(self, name: str, params: Any = None) -> list[dict[str, str]]:
         if name != "entity_sightings":
-            return []  # entity_positions (where the memory keeps histories): none
+            return []
         return [{"entity_id": e, "observation_id": o} for e, o in self.pairs]
+
+
+class _NoStays:
+    def stays_of(self, ids: Any, *, shared: bool = False) -> dict[str, list[Any]]:
+        return {}  # no position history
 
 
 class _Store:
     def __init__(self, pairs: list[tuple[str, str]]) -> None:
         self.graph = _Graph(pairs)
+        self.entities = _NoStays()
 
 
 class _Sightings:

@@ -190,23 +190,25 @@ def test_graph_generation_moves_with_every_write_even_a_failed_one(
     assert graph.generation == start + 2
 
 
-def test_entity_stays_are_kept_until_the_next_write(
+def test_entity_stays_are_read_without_a_graph_statement(
     monkeypatch: pytest.MonkeyPatch, clock: SimClock, mem: SpatioTemporalMemory
 ) -> None:
+    """The stays come from the store's in-process entity index, which follows every
+    committed change: no graph read per answer, before or after a write, and a move written
+    is in the next answer."""
     from emem_graph.consolidation import reads
 
     mem.add_entity("red cup", 1.0, 2.0, entity_type="object")
     first = mem.entity_query(name="cup")
     assert "red cup" in first
     calls = _Counting(monkeypatch, mem.store.graph)
-    # The stays of some entities, or of every one in a small memory (ALL_STAYS_MAX).
     stay_reads = {"entity_positions", "all_positions"}
     assert mem.entity_query(name="cup") == first
-    assert not stay_reads & set(calls.calls)
     clock.advance(600)
-    mem.add_entity("red cup", 1.2, 2.1, entity_type="object")  # a write: read again
+    mem.add_entity("red cup", 9.0, 7.0, entity_type="object")  # a write: a move
     second = mem.entity_query(name="cup")
-    assert stay_reads & set(calls.calls)
+    assert "moved: now at (9.0, 7.0)" in second
+    assert not stay_reads & set(calls.calls)
     [entity] = mem.store.entities.find(name="red cup", limit=5)
     stays = mem.tools._stays.positions_of([entity.id])
     assert stays == reads.positions_of(mem.store, [entity.id])

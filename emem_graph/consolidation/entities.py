@@ -723,7 +723,16 @@ class EntityResolver:
         )
         self._link(change, links)
         change.upsert([entity_vector(t.entity, _vector(t)) for t in new + updated])
-        change.follow_entities([t.entity for t in new + updated], list(links))
+        change.follow_entities(
+            [t.entity for t in new + updated],
+            list(links),
+            [
+                stays[i]
+                for t in tracked
+                for i in sorted(t.new_stays | t.changed_stays | t.taken_stays)
+            ],
+            [i for t in tracked for i in sorted(t.dropped_stays)],
+        )
         return change
 
     def _link(self, change: GraphChange, links: dict[tuple[str, str], float]) -> None:

@@ -52,13 +52,10 @@ def entities_in_box(
 
 def positions_of(store: MemoryStore, entity_ids: Sequence[str]) -> dict[str, list[EntityPosition]]:
     """Each entity's stays, oldest first (the last one is where it is now, unless the memory
-    predates positions); entities without any are left out."""
-    found: dict[str, list[EntityPosition]] = {}
-    if entity_ids:
-        for row in store.graph.query("entity_positions", {"ids": list(entity_ids)}):
-            stay = records.position(row["p"])
-            found.setdefault(stay.entity_id, []).append(stay)
-    return found
+    predates positions); entities without any are left out. From the store's in-process
+    entity index, which follows every committed change (queries/entity_positions.cypher is
+    the same read in Cypher)."""
+    return store.entities.stays_of(entity_ids)
 
 
 def all_positions(store: MemoryStore) -> dict[str, list[EntityPosition]]:

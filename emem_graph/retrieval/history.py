@@ -54,7 +54,8 @@ class StayReader(Protocol):
     whereabouts rules in: retrieval sits below consolidation)."""
 
     def positions_of(self, entity_ids: Sequence[str]) -> dict[str, list[EntityPosition]]:
-        """Each entity's stays, oldest first (reads.positions_of)."""
+        """Each entity's stays, oldest first (reads.positions_of), in fresh lists; the stays
+        themselves may be shared with the store: read them, never change them."""
         ...
 
     def landmark(self, x: float, y: float) -> str | None:

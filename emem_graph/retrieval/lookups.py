@@ -298,15 +298,18 @@ def find_entities(
     last_seen_after: float | None = None,
     circle: Circle | None = None,
     limit: int = 10,
+    shared: bool = False,
 ) -> list[Entity]:
     """Entities by name substring and type (case-insensitive), area and last sighting (the
-    store's in-process index; queries/find_entities.cypher is the same read in Cypher)."""
+    store's in-process index; queries/find_entities.cypher is the same read in Cypher).
+    ``shared``: the index's own objects, for a caller that only reads them."""
     return store.entities.find(
         name=name,
         entity_type=entity_type,
         last_seen_after=last_seen_after,
         circle=None if circle is None else (circle.x, circle.y, circle.radius),
         limit=limit,
+        shared=shared,
     )
 
 

@@ -359,6 +359,7 @@ class RetrievalTools:
             last_seen_after=parse_optional_time(last_seen_after, now, name="last_seen_after"),
             circle=_circle(near_x, near_y, spatial_radius),
             limit=max(n_results * ENTITY_POOL, ENTITY_POOL_MIN),
+            shared=True,  # only formatted here
         )
         if not entities:
             return "No entities found."

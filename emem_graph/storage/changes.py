@@ -20,7 +20,7 @@ import pyarrow as pa
 from emem_graph.errors import StorageError
 
 if TYPE_CHECKING:
-    from emem_graph.models import Entity
+    from emem_graph.models import Entity, EntityPosition
     from emem_graph.storage.graph import GraphTransaction
     from emem_graph.storage.vectors import VectorRow, VectorStore
 
@@ -62,6 +62,8 @@ class GraphChange:
     retiers: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     entities: list[Entity] = field(default_factory=list)
     sightings: list[tuple[str, str]] = field(default_factory=list)
+    stays: list[EntityPosition] = field(default_factory=list)
+    dropped_stays: list[str] = field(default_factory=list)
     last_copy: tuple[str, pa.Table, str, str] | None = None
 
     def run(
@@ -115,13 +117,20 @@ class GraphChange:
         return self
 
     def follow_entities(
-        self, entities: Sequence[Entity], sightings: Sequence[tuple[str, str]]
+        self,
+        entities: Sequence[Entity],
+        sightings: Sequence[tuple[str, str]],
+        stays: Sequence[EntityPosition] = (),
+        dropped_stays: Sequence[str] = (),
     ) -> GraphChange:
         """Tell the store's in-process entity index what the steps write: the final state of
-        the entities created or updated, and the (entity id, observation id) OBSERVED_IN edges
-        created. Applied once the transaction commits."""
+        the entities created or updated, the (entity id, observation id) OBSERVED_IN edges
+        created, the final state of the stays (Position nodes) created or updated, and the
+        ids of the stays deleted. Applied once the transaction commits."""
         self.entities.extend(entities)
         self.sightings.extend(sightings)
+        self.stays.extend(stay.model_copy() for stay in stays)
+        self.dropped_stays.extend(dropped_stays)
         return self
 
     @property

@@ -8,7 +8,12 @@ component (the entity resolver, through GraphChanges), so the store keeps them h
 the graph on open, following every committed change, never written to disk. The graph stays the
 source of truth.
 
-Memory: about 1 KB per entity (its record) and 12 bytes per sighting.
+It also keeps every stay (Position node) of every entity, following the same changes: the
+tools read an entity's stays for every answer (entity_query, locate, recall), and a graph read
+of them cost 1-4 ms a call at 100k observations once the entities were too many to keep every
+stay between writes (entity_query 20x eMEM's there: issue 23).
+
+Memory: about 1 KB per entity (its record), about 0.5 KB per stay, 12 bytes per sighting.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from emem_graph.models import Entity
+from emem_graph.models import Entity, EntityPosition
 
 _INITIAL_CAPACITY = 1024
 
@@ -51,6 +56,8 @@ class EntityIndex:
         self._sighting_entity = np.empty(_INITIAL_CAPACITY, dtype=np.int32)
         self._sighting_row = np.empty(_INITIAL_CAPACITY, dtype=np.int64)
         self._sightings = 0
+        self._stays: dict[str, EntityPosition] = {}
+        self._stays_of: dict[str, dict[str, EntityPosition]] = {}
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -104,6 +111,52 @@ class EntityIndex:
             self._sighting_row[start:end] = rows
             self._sightings = end
 
+    def put_stays(self, stays: Sequence[EntityPosition], deleted: Sequence[str] = ()) -> None:
+        """Record stays created or updated by a committed change (their final state: a stay
+        that changed entity, after a split, moves to it) and the ids of stays it deleted."""
+        with self._lock:
+            for stay_id in deleted:
+                gone = self._stays.pop(stay_id, None)
+                if gone is not None:
+                    self._drop_stay(gone)
+            for stay in stays:
+                before = self._stays.get(stay.id)
+                if before is not None and before.entity_id != stay.entity_id:
+                    self._drop_stay(before)
+                kept = stay.model_copy()
+                self._stays[stay.id] = kept
+                self._stays_of.setdefault(stay.entity_id, {})[stay.id] = kept
+
+    def stays_of(
+        self, entity_ids: Sequence[str], *, shared: bool = False
+    ) -> dict[str, list[EntityPosition]]:
+        """Each entity's stays, oldest first (first seen, then id: the order of
+        queries/entity_positions.cypher); entities without any are left out. Copies, or
+        with ``shared`` the kept objects themselves, for readers that never change them (a
+        change replaces a kept stay, never alters it: what a reader holds stays as read)."""
+        with self._lock:
+            found: dict[str, list[EntityPosition]] = {}
+            for entity_id in entity_ids:
+                own = self._stays_of.get(entity_id)
+                if own:
+                    ordered = sorted(own.values(), key=lambda s: (s.first_seen, s.id))
+                    found[entity_id] = (
+                        ordered if shared else [stay.model_copy() for stay in ordered]
+                    )
+            return found
+
+    def stay_count(self) -> int:
+        """How many stays are kept."""
+        with self._lock:
+            return len(self._stays)
+
+    def _drop_stay(self, stay: EntityPosition) -> None:
+        own = self._stays_of.get(stay.entity_id)
+        if own is not None:
+            own.pop(stay.id, None)
+            if not own:
+                del self._stays_of[stay.entity_id]
+
     # --- reads ---------------------------------------------------------------------------------
 
     def get(self, ids: Sequence[str]) -> dict[str, Entity]:
@@ -119,10 +172,13 @@ class EntityIndex:
         last_seen_after: float | None = None,
         circle: tuple[float, float, float] | None = None,
         limit: int = 10,
+        shared: bool = False,
     ) -> list[Entity]:
         """Entities by name substring and type (case-insensitive), area (x, y, radius) and last
         sighting: nearest first within a circle, otherwise most often seen, then latest seen,
-        then by id (queries/find_entities.cypher is the same read in Cypher)."""
+        then by id (queries/find_entities.cypher is the same read in Cypher). Copies, or with
+        ``shared`` the kept objects, for readers that never change them (put() replaces a
+        kept entity, never alters it)."""
         with self._lock:
             n = len(self._ids)
             if n == 0:
@@ -137,17 +193,16 @@ class EntityIndex:
                 mask &= (columns.types == entity_type.lower())[columns.type_of]
             if last_seen_after is not None:
                 mask &= self._last_seen[:n] >= last_seen_after
-            d2 = np.zeros(n)
+            keys = [-self._last_seen[:n], -self._count[:n]]
             if circle is not None:
                 x, y, radius = circle
                 d2 = (self._x[:n] - x) ** 2 + (self._y[:n] - y) ** 2
                 mask &= d2 <= radius * radius
+                keys.append(d2)
             codes = np.flatnonzero(mask)
-            order = np.lexsort(
-                (columns.id_rank[codes], -self._last_seen[codes], -self._count[codes], d2[codes])
-            )
-            chosen = [self._ids[c] for c in codes[order[:limit]].tolist()]
-            return [self._entities[i].model_copy() for i in chosen]
+            order = np.lexsort([columns.id_rank[codes], *(key[codes] for key in keys)])
+            chosen = [self._entities[self._ids[c]] for c in codes[order[:limit]].tolist()]
+            return chosen if shared else [entity.model_copy() for entity in chosen]
 
     def seen_in(self, selected_rows: np.ndarray, limit: int) -> list[LinkedEntity]:
         """The entities seen in the observations whose index rows are True in

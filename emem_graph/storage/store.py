@@ -55,6 +55,7 @@ from emem_graph.storage.records import (
     observation,
     observation_row,
     observation_vector,
+    position,
     vector_row,
     vector_text,
 )
@@ -729,6 +730,8 @@ class MemoryStore:
             self.index.set_tier([i for i, kind in entries if kind == "observation"], tier)
         self.index.set_tier([i for i, kind in change.deletes if kind == "observation"], "archived")
         self.entities.put(change.entities)
+        if change.stays or change.dropped_stays:
+            self.entities.put_stays(change.stays, change.dropped_stays)
         if change.sightings:
             self.entities.add_sightings(
                 [e for e, _ in change.sightings],
@@ -800,6 +803,7 @@ class MemoryStore:
     def _load_entities(self) -> None:
         rows = self.graph.query("all_entities")
         self.entities.put(list(nodes_by_id(rows, "entity").values()), copy=False)
+        self.entities.put_stays([position(row["p"]) for row in self.graph.query("all_positions")])
         pairs = self.graph.query_arrow("entity_sightings")
         if pairs.num_rows:
             self.entities.add_sightings(
