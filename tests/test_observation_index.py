@@ -413,3 +413,84 @@ def test_rows_far_beyond_int64_cells_are_found_where_reads_look(
     monkeypatch.setattr(module, "_GRID_SHARE", 0.0)
     assert grid == [index.near(x, y, r, **options) for x, y, r in probes]  # type: ignore[arg-type]
     assert len(grid[-1]) == 20
+
+
+@pytest.mark.parametrize("in_time_order", [True, False])
+def test_latest_look_through_the_grid_equals_a_scan_and_a_brute_force(
+    monkeypatch: pytest.MonkeyPatch, in_time_order: bool
+) -> None:
+    """latest_within() (entity_query's absence check) reads the grid cells' rows straight from
+    the columns; with the grid off it scans every row. Both equal a brute force over the
+    observations, with layers, time windows, body states, archived rows, rows on cell
+    borders and rows out of time order."""
+    from emem_graph.storage import observation_index as module
+
+    rng = np.random.default_rng(11)
+    observations = [_observation(i, 5.0 * i, rng) for i in range(4_000)]
+    for o in observations[:30]:
+        o.x, o.y = 8.0, 12.0  # on a cell corner
+    index = ObservationIndex()
+    if in_time_order:
+        index.append(observations)
+    else:
+        index.append(observations[2_000:])
+        index.append(observations[:2_000])
+    archived = {o.id for o in observations[100:300]}
+    index.set_tier(sorted(archived), "archived")
+
+    def brute(x: float, y: float, r: float, **o: Any) -> float | None:
+        times = [
+            ob.timestamp
+            for ob in observations
+            if ob.id not in archived
+            and not ob.is_body_state
+            and (o.get("layer") is None or ob.layer_name == o["layer"])
+            and (o.get("time_after") is None or ob.timestamp >= o["time_after"])
+            and (o.get("time_before") is None or ob.timestamp <= o["time_before"])
+            and (ob.x - x) ** 2 + (ob.y - y) ** 2 <= r * r
+        ]
+        return max(times) if times else None
+
+    probes = [(8.0, 12.0, 0.0), (8.0, 12.0, 2.0), (7.99, 12.01, 2.0), (0.0, 0.0, 2.0)]
+    probes += [
+        (float(rng.uniform(-5, 55)), float(rng.uniform(-5, 55)), float(rng.uniform(0.5, 4)))
+        for _ in range(40)
+    ]
+    options: list[dict[str, Any]] = [
+        {},
+        {"layer": "captions"},
+        {"layer": "nope"},
+        {"time_after": 1_000.0},
+        {"time_after": 5_000.0, "time_before": 12_000.0},
+        {"time_before": 400.0, "layer": "ocr"},
+        {"time_before": 1_400.0},  # the archived rows are the latest here
+    ]
+    grid = [[index.latest_within(x, y, r, **o) for o in options] for x, y, r in probes]
+    expected = [[brute(x, y, r, **o) for o in options] for x, y, r in probes]
+    assert grid == expected
+    monkeypatch.setattr(module, "_GRID_SHARE", 0.0)
+    assert [[index.latest_within(x, y, r, **o) for o in options] for x, y, r in probes] == grid
+    assert sum(t is not None for answers in grid for t in answers) > 60
+
+
+def test_records_built_without_validation_equal_validated_ones() -> None:
+    """records() builds its observations with models.trusted() (no per-field walk): each
+    equals, dumps and copies like the same observation validated field by field."""
+    from emem_graph.models import Observation
+
+    rng = np.random.default_rng(12)
+    observations = [_observation(i, float(i), rng) for i in range(40)]
+    observations[3].metadata = {"robot": "r1", "n": 2}
+    observations[4].episode_id = "e1"
+    index = ObservationIndex()
+    index.append(observations)
+    built = index.records([o.id for o in observations])
+    for o in observations:
+        validated = Observation(**o.model_dump())
+        record = built[o.id]
+        assert record == validated
+        assert record.model_dump() == validated.model_dump()
+        assert record.model_fields_set == validated.model_fields_set
+        copied = record.model_copy(update={"text": "changed"})
+        assert copied.text == "changed" and record.text == o.text
+        assert Observation.model_validate(record.model_dump()) == record

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from emem_graph.filters import VectorFilter
-from emem_graph.models import AGENT_NOTE, INTEROCEPTION, Observation, Tier
+from emem_graph.models import AGENT_NOTE, INTEROCEPTION, Observation, Tier, trusted
 from emem_graph.storage.cell_grid import CELL, CellGrid
 from emem_graph.storage.keyword_index import KeywordIndex
 from emem_graph.storage.records import metadata_of
@@ -403,6 +403,9 @@ class ObservationIndex:
         """The time of the latest observation (not archived, not a body state) within
         ``radius`` of (x, y), in the layer and time window when given; None when there is
         none. What tells that the robot looked at a place (an object's absence there)."""
+        quick = self._latest_in_cells(x, y, radius, layer, time_after, time_before)
+        if quick is not None:
+            return quick[0]
         filters = (layer, time_after, time_before, False)
         snap = self._snapshot().window(time_after, time_before)
         candidates = self._in_cells(snap, x, y, radius)
@@ -501,19 +504,22 @@ class ObservationIndex:
                 if row is None or node_id in found:
                     continue
                 metadata = self._metadata[row]
-                found[node_id] = Observation.model_construct(
-                    id=node_id,
-                    text=self._texts[row] or "",
-                    x=float(self._x[row]),
-                    y=float(self._y[row]),
-                    z=float(self._z[row]),
-                    timestamp=float(self._t[row]),
-                    layer_name=self._layer_names[int(self._layer[row])],
-                    source_type=self._sources[row],
-                    confidence=float(self._confidence[row]),
-                    episode_id=self._episodes[row],
-                    metadata=metadata_of(metadata),
-                    tier=TIERS[int(self._tier[row])],
+                found[node_id] = trusted(
+                    Observation,
+                    {
+                        "id": node_id,
+                        "text": self._texts[row] or "",
+                        "x": float(self._x[row]),
+                        "y": float(self._y[row]),
+                        "z": float(self._z[row]),
+                        "timestamp": float(self._t[row]),
+                        "layer_name": self._layer_names[int(self._layer[row])],
+                        "source_type": self._sources[row],
+                        "confidence": float(self._confidence[row]),
+                        "episode_id": self._episodes[row],
+                        "metadata": metadata_of(metadata),
+                        "tier": TIERS[int(self._tier[row])],
+                    },
                 )
         return found
 
@@ -639,6 +645,57 @@ class ObservationIndex:
         local = whole[(whole >= lo) & (whole < lo + snap.n)] - lo
         local.sort()
         return local
+
+    def _latest_in_cells(
+        self,
+        x: float,
+        y: float,
+        radius: float,
+        layer: str | None,
+        time_after: float | None,
+        time_before: float | None,
+    ) -> tuple[float | None] | None:
+        """latest_within() from the rows of the grid cells the circle covers, gathered
+        straight from the columns (no snapshot, window or sort: entity_query asks it for each
+        entity it answers, ~10 a call; 30 -> ~10 us each). None when the grid does not pay
+        (a circle over many cells, or cells holding a large share of the rows): the caller
+        scans. Otherwise a one-tuple holding the answer (None: no look)."""
+        if not all(math.isfinite(v) for v in (x - radius, x + radius, y - radius, y + radius)):
+            return None
+        x0, x1 = math.floor((x - radius) / CELL), math.floor((x + radius) / CELL)
+        y0, y1 = math.floor((y - radius) / CELL), math.floor((y + radius) / CELL)
+        code = None
+        with self._lock:
+            n = self._n
+            if n == 0 or (x1 - x0 + 1) * (y1 - y0 + 1) > max(64, len(self._cells)):
+                return None
+            if layer is not None:
+                code = self._layer_code.get(layer)
+                if code is None:
+                    return (None,)
+            parts = self._cells.covering(x0, x1, y0, y1)
+            columns = (self._x, self._y, self._t, self._layer, self._body, self._tier)
+        if not parts:
+            return (None,)
+        rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        if rows.size > _GRID_SHARE * n:
+            return None
+        xs, ys, ts, layers, body, tier = columns
+        t = ts[rows]
+        keep = tier[rows] != _ARCHIVED
+        if time_after is not None:
+            keep &= t >= time_after
+        if time_before is not None:
+            keep &= t <= time_before
+        keep &= ~body[rows]
+        if code is not None:
+            keep &= layers[rows] == code
+        rows, t = rows[keep], t[keep]
+        if not rows.size:
+            return (None,)
+        with np.errstate(over="ignore", invalid="ignore"):
+            inside = (xs[rows] - x) ** 2 + (ys[rows] - y) ** 2 <= radius * radius
+        return (float(t[inside].max()) if inside.any() else None,)
 
     def _snapshot(self) -> _Snapshot:
         with self._lock:

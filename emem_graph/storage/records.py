@@ -161,7 +161,7 @@ def vector_text(node: Observation | Gist | Entity) -> str:
 
 def metadata_of(raw: str | None) -> dict[str, Any]:
     """The metadata dict stored as JSON text (a non-dict JSON value is wrapped)."""
-    if not raw:
+    if not raw or raw == "{}":  # most observations' (no parse: temporal_query reads ten)
         return {}
     value = json.loads(raw)
     return value if isinstance(value, dict) else {"value": value}
