@@ -30,6 +30,7 @@ flush_interval, like observations), so a hand-given sighting costs what add() co
 
 from __future__ import annotations
 
+import math
 import threading
 import uuid
 from collections import OrderedDict, defaultdict
@@ -177,7 +178,7 @@ class _Grid:
         self._where: dict[str, tuple[int, int]] = {}
 
     def _key(self, x: float, y: float) -> tuple[int, int]:
-        return int(np.floor(x / self.cell)), int(np.floor(y / self.cell))
+        return math.floor(x / self.cell), math.floor(y / self.cell)
 
     def put(self, entity_id: str, x: float, y: float) -> None:
         key = self._key(x, y)
@@ -381,7 +382,7 @@ class EntityResolver:
         for entity_id in grid.near(sighting.x, sighting.y):
             candidate = tracked[entity_id]
             entity = candidate.entity
-            distance = float(np.hypot(entity.x - sighting.x, entity.y - sighting.y))
+            distance = math.hypot(entity.x - sighting.x, entity.y - sighting.y)
             if distance > self.radius:
                 continue
             compatible = names.compatible(sighting.name, entity.name)
