@@ -110,3 +110,35 @@ def test_terms_keep_short_words_only_and_answer_alike() -> None:
     assert keyword_index._cached_term.cache_info().currsize - before <= 2  # the, plants
     assert found == [stem(w) for w in long_words] + ["plant"]
     assert terms("Watering the plants") == terms("watering the plants") == ["water", "plant"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("add"), st.lists(st.sampled_from(VOCABULARY), max_size=6)),
+            st.tuples(st.just("remove"), st.integers(0, 30)),
+            st.tuples(st.just("ask"), st.sampled_from(VOCABULARY)),
+        ),
+        max_size=40,
+    )
+)
+def test_document_frequency_kept_between_writes_equals_a_count(steps) -> None:
+    """document_frequency() keeps its answers until a text holding the term is added or a
+    text is removed: asked between any adds and removes, it equals a count of the live texts
+    holding the term (what search_gists' statistics read for the observations)."""
+    index = KeywordIndex()
+    live: dict[int, set[str]] = {}
+    row = 0
+    for kind, value in steps:
+        if kind == "add":
+            text = " ".join(value)
+            index.add([row], [text])
+            live[row] = set(terms(text))
+            row += 1
+        elif kind == "remove":
+            index.remove([value])
+            live.pop(value, None)
+        for word in VOCABULARY:
+            for term in terms(word):
+                assert index.document_frequency(term) == sum(term in t for t in live.values())
