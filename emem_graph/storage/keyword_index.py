@@ -182,15 +182,18 @@ class KeywordIndex:
 
     def add(self, rows: Sequence[int], texts: Sequence[str | None]) -> None:
         """Index ``texts`` under ``rows`` (a row already indexed must not be added again)."""
-        # A robot's texts repeat ("1 chair, 1 cup" patrol after patrol): each distinct one is
-        # tokenised once per batch.
-        distinct: dict[str, Counter[str]] = {}
-        tokenised = [
-            (distinct.get(text) or distinct.setdefault(text, Counter(terms(text))))
-            if text
-            else Counter()
-            for text in texts
-        ]
+        # A robot's texts repeat ("1 chair, 1 cup" patrol after patrol): each distinct text is
+        # tokenised once per batch, and its rows go into each of its terms' postings at once
+        # (the first keyword search after opening a 20k patrol built the index in ~70 ms,
+        # most of it one append per row and term).
+        grouped: dict[str, list[int]] = {}
+        blank: list[int] = []
+        for row, text in zip(rows, texts, strict=True):
+            if text:
+                grouped.setdefault(text, []).append(row)
+            else:
+                blank.append(row)
+        tokenised = [(Counter(terms(text)), held) for text, held in grouped.items()]
         with self._lock:
             top = max(rows, default=-1) + 1
             if top > self._length.shape[0]:
@@ -200,20 +203,25 @@ class KeywordIndex:
                 length[: self._length.shape[0]] = self._length
                 live[: self._live.shape[0]] = self._live
                 self._length, self._live = length, live
-            for row, counts in zip(rows, tokenised, strict=True):
+            placed: list[int] = list(blank)
+            sizes: list[int] = [0] * len(blank)
+            for counts, held in tokenised:
                 size = sum(counts.values())
-                self._length[row] = size
-                self._live[row] = True
-                self._total_length += size
-                self._docs += 1
+                placed.extend(held)
+                sizes.extend([size] * len(held))
+                self._total_length += size * len(held)
                 for term, count in counts.items():
                     self._frequency.pop(term, None)
                     postings = self._rows.get(term)
                     if postings is None:
                         postings = self._rows[term] = array("I")
                         self._counts[term] = array("H")
-                    postings.append(row)
-                    self._counts[term].append(min(count, 65_535))
+                    postings.extend(held)
+                    self._counts[term].extend(array("H", [min(count, 65_535)]) * len(held))
+            if placed:
+                self._length[placed] = sizes
+                self._live[placed] = True
+                self._docs += len(placed)
 
     def remove(self, rows: Sequence[int]) -> None:
         """Leave these rows out of every later search."""
