@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
@@ -494,3 +496,50 @@ def test_records_built_without_validation_equal_validated_ones() -> None:
         copied = record.model_copy(update={"text": "changed"})
         assert copied.text == "changed" and record.text == o.text
         assert Observation.model_validate(record.model_dump()) == record
+
+
+def test_repeated_strings_are_held_once_and_read_back_alike() -> None:
+    """Texts, source types, episode ids and metadata that repeat are one Python object per
+    distinct value, whether loaded from the graph's Arrow rows (a dictionary encoding) or
+    appended (the pool): the records read back equal the observations, None kept."""
+    from emem_graph.storage import observation_index as module
+
+    rng = np.random.default_rng(13)
+    observations = [_observation(i, float(i), rng) for i in range(300)]
+    for i, o in enumerate(observations):
+        o.text = f"a cup {i % 7}"
+        o.episode_id = None if i % 3 == 0 else f"e{i % 2}"
+        o.metadata = {} if i % 4 else {"k": i % 2}
+    appended = ObservationIndex()
+    appended.append(observations[:150])
+    appended.append(observations[150:])
+    table = pa.table(
+        {
+            "id": [o.id for o in observations],
+            "text": [o.text for o in observations],
+            "x": [o.x for o in observations],
+            "y": [o.y for o in observations],
+            "z": [o.z for o in observations],
+            "timestamp": [o.timestamp for o in observations],
+            "layer": [o.layer_name for o in observations],
+            "source_type": [o.source_type for o in observations],
+            "confidence": [o.confidence for o in observations],
+            "tier": ["short_term"] * len(observations),
+            "episode_id": pa.array([o.episode_id for o in observations], pa.string()),
+            "metadata": [json.dumps(o.metadata) for o in observations],
+        }
+    )
+    loaded = ObservationIndex()
+    loaded.load(table)
+    for index in (appended, loaded):
+        assert len({id(t) for t in index._texts}) == 7
+        assert len({id(e) for e in index._episodes if e is not None}) == 2
+        assert len({id(s) for s in index._sources}) == 2
+        records = index.records([o.id for o in observations])
+        assert [records[o.id] for o in observations] == observations
+    assert module._pooled(pa.chunked_array([pa.array([None, "a", "a", None], pa.string())])) == [
+        None,
+        "a",
+        "a",
+        None,
+    ]

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from emem_graph.filters import VectorFilter
 from emem_graph.models import AGENT_NOTE, INTEROCEPTION, Observation, Tier, trusted
@@ -125,6 +126,10 @@ class ObservationIndex:
         self._row: dict[str, int] = {}
         self._layer_code: dict[str, int] = {}
         self._layer_names: list[str] = []
+        self._pool: dict[str, str] = {}
+        """One object per distinct text, source type, episode id and metadata appended
+        (_POOLED): a patrol repeats its texts and every observation of an episode holds the
+        same id."""
         self._cells = CellGrid()
         """Rows by grid cell: area reads look at the cells a circle covers, not at every
         row (read and filled under ``_lock``)."""
@@ -167,7 +172,10 @@ class ObservationIndex:
         # bisection and scan-from-the-end reads (a reopened 1M memory read its latest body
         # state by a pass over every row: get_current_context 20 ms instead of a few).
         table = table.sort_by([("timestamp", "ascending")])
-        columns = {name: table.column(name).to_pylist() for name in _TEXT_COLUMNS}
+        columns = {
+            name: _pooled(table.column(name)) if name in _POOLED else table.column(name).to_pylist()
+            for name in _TEXT_COLUMNS
+        }
         numbers = {
             name: table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
             for name in ("x", "y", "z", "timestamp", "confidence")
@@ -770,10 +778,18 @@ class ObservationIndex:
                 int(code) for code in np.unique(self._layer[start:end][self._body[start:end]])
             )
             self._ids.extend(ids)
-            self._texts.extend(texts)
-            self._sources.extend(sources)
-            self._episodes.extend(episodes)
-            self._metadata.extend(metadata)
+            pool = self._pool
+            if len(pool) > _POOL_MAX:
+                pool.clear()
+            for column, values in (
+                (self._texts, texts),
+                (self._sources, sources),
+                (self._episodes, episodes),
+                (self._metadata, metadata),
+            ):
+                column.extend(
+                    [value if value is None else pool.setdefault(value, value) for value in values]
+                )
             for offset, node_id in enumerate(ids):
                 self._row[node_id] = start + offset
             self._n = end
@@ -813,3 +829,21 @@ def _squared_distance(snap: _Snapshot, x: float, y: float) -> np.ndarray:
 
 
 _TEXT_COLUMNS = ("id", "text", "layer", "source_type", "tier", "episode_id", "metadata")
+_POOLED = frozenset({"text", "source_type", "episode_id", "metadata"})
+"""Columns whose values repeat: held as one Python object per distinct value (an index of
+100k observations took 940 bytes of resident memory per observation, one string object per
+row and column among them: issue 23's 1M goal)."""
+_POOL_MAX = 1 << 16
+"""Distinct values the append pool holds before it starts over (unique texts, a dialogue's,
+would otherwise keep every text twice over: the pool and the column share the objects, so
+starting over only stops sharing with later rows)."""
+
+
+def _pooled(column: pa.ChunkedArray) -> list[Any]:
+    """The column's values as a list holding one Python object per distinct value (a
+    dictionary encoding: only the distinct values are ever made into Python strings)."""
+    encoded = pc.dictionary_encode(column).combine_chunks()
+    values: list[Any] = encoded.dictionary.to_pylist()
+    values.append(None)
+    indices = encoded.indices.fill_null(len(values) - 1).to_numpy(zero_copy_only=False)
+    return [values[i] for i in indices.tolist()]

@@ -669,7 +669,7 @@ class VectorStore:
             )
 
     def scan_vectors(
-        self, kind: NodeKind, batch_rows: int = 65_536
+        self, kind: NodeKind, batch_rows: int = 8_192
     ) -> Generator[tuple[list[str], np.ndarray], None, None]:
         """Every row of ``kind`` as (ids, float32 vectors) batches, in one scan (compaction
         waits until the scan ends or the iterator is closed)."""
