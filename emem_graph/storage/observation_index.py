@@ -781,15 +781,10 @@ class ObservationIndex:
             pool = self._pool
             if len(pool) > _POOL_MAX:
                 pool.clear()
-            for column, values in (
-                (self._texts, texts),
-                (self._sources, sources),
-                (self._episodes, episodes),
-                (self._metadata, metadata),
-            ):
-                column.extend(
-                    [value if value is None else pool.setdefault(value, value) for value in values]
-                )
+            self._texts.extend(_shared(pool, texts))
+            self._sources.extend(pool.setdefault(value, value) for value in sources)
+            self._episodes.extend(_shared(pool, episodes))
+            self._metadata.extend(_shared(pool, metadata))
             for offset, node_id in enumerate(ids):
                 self._row[node_id] = start + offset
             self._n = end
@@ -837,6 +832,11 @@ _POOL_MAX = 1 << 16
 """Distinct values the append pool holds before it starts over (unique texts, a dialogue's,
 would otherwise keep every text twice over: the pool and the column share the objects, so
 starting over only stops sharing with later rows)."""
+
+
+def _shared(pool: dict[str, str], values: Iterable[str | None]) -> list[str | None]:
+    """``values`` with each string replaced by the pool's object for it (added when new)."""
+    return [value if value is None else pool.setdefault(value, value) for value in values]
 
 
 def _pooled(column: pa.ChunkedArray) -> list[Any]:
