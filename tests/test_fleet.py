@@ -4,6 +4,7 @@ against the union of each robot's own answers, and pushes are repeated, cut and 
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
@@ -14,17 +15,21 @@ import socket
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
 from emem_graph.errors import InvalidInputError
 from emem_graph.fleet import FleetLocation, FleetMemory, Frame, push_memory
+from emem_graph.fleet.location import FleetStorageError
 from emem_graph.fleet.replica import build_replica
-from emem_graph.fleet.shared_table import SharedTable
+from emem_graph.fleet.shared_table import SharedTable, record_schema
 from emem_graph.fleet.tools import FLEET_TOOLS
 
 moto_server = pytest.importorskip("moto.server")
@@ -245,6 +250,150 @@ def test_three_robots_pushing_at_once_all_land(
     assert table.count("kind = 'observation'") == observations
     assert table.count("kind = 'entity'") == entities
     assert 0 < int(stats["requests"]) < 2_000
+
+
+def _rows(robot: str, push: int, n: int, dim: int = 8) -> pa.Table:
+    """``n`` shared-table rows of ``robot``'s push ``push`` (ids 0..n-1)."""
+    columns: dict[str, object] = {
+        "row_id": [f"{robot}/{i}@{push}" for i in range(n)],
+        "key": [f"{robot}/{i}" for i in range(n)],
+        "robot": [robot] * n,
+        "id": [str(i) for i in range(n)],
+        "kind": ["observation"] * n,
+        "vector": [[float(i + 1)] * dim for i in range(n)],
+        "push": [push] * n,
+    }
+    schema = record_schema(dim)
+    return pa.table(
+        {f.name: columns.get(f.name, pa.nulls(n, f.type)) for f in schema}, schema=schema
+    )
+
+
+def _row_ids(location: FleetLocation) -> list[str]:
+    table = SharedTable(location)
+    return sorted(table.scan("true", ["row_id"]).column("row_id").to_pylist())
+
+
+class _LateCreate:
+    """A LanceDB connection as a robot sees it when its create lost the race by a hair: its
+    check found no table, and its create commits after another robot's create and appends.
+    LanceDB commits such a create as an Overwrite at the latest version, over the appends
+    (seen with a create slowed by the data it wrote; the racing creates of
+    test_robots_creating_and_appending_at_once_lose_no_row are Overwrites too, "Overwrite at
+    version 2"); mode="overwrite" commits the same transaction at will, so the race is forced
+    here. ``meanwhile`` runs just after it commits."""
+
+    def __init__(self, db: Any, meanwhile: Callable[[], None] = lambda: None) -> None:
+        self._db = db
+        self._meanwhile = meanwhile
+        self._created = False
+
+    def open_table(self, name: str) -> Any:
+        if not self._created:
+            raise ValueError(f"Table '{name}' was not found")
+        return self._db.open_table(name)
+
+    def create_table(self, name: str, schema: pa.Schema, **_: Any) -> Any:
+        table = self._db.create_table(name, schema=schema, mode="overwrite")
+        self._created = True
+        self._meanwhile()
+        return table
+
+
+@pytest.mark.parametrize("where", ["dir", "s3"])
+def test_a_create_that_lost_the_race_puts_back_the_rows_it_overwrote(
+    where: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    if where == "s3":
+        request.getfixturevalue("s3")
+        location = FleetLocation(f"s3://{BUCKET}/late-create")
+    else:
+        location = FleetLocation(str(tmp_path / "fleet"))
+    alpha = SharedTable(location)
+    alpha.ensure(8)
+    alpha.append(_rows("alpha", 1, 3))
+    alpha.append(_rows("alpha", 2, 2))  # ids 0 and 1 again: 0@1 and 1@1 superseded
+    alpha.delete("robot = 'alpha' AND push < 2 AND id IN ('0', '1')")
+
+    def alpha_pushes_on() -> None:  # on alpha's handle, from before bravo's create
+        alpha.append(_rows("alpha", 3, 3).slice(2))  # id 2 again: 2@1 superseded
+        alpha.delete("robot = 'alpha' AND push < 3 AND id IN ('2')")
+
+    bravo = SharedTable(location)
+    bravo._db = _LateCreate(bravo._db, alpha_pushes_on)
+    bravo.ensure(8)  # commits an Overwrite at version 5, then puts back what it hid
+    bravo.append(_rows("bravo", 1, 2))
+    assert _row_ids(location) == [
+        "alpha/0@2", "alpha/1@2", "alpha/2@3", "bravo/0@1", "bravo/1@1"
+    ]  # fmt: skip
+
+
+def test_a_late_create_with_another_dimension_gives_the_table_back_and_is_refused(
+    tmp_path: Path,
+) -> None:
+    location = FleetLocation(str(tmp_path / "fleet"))
+    alpha = SharedTable(location)
+    alpha.ensure(8)
+    alpha.append(_rows("alpha", 1, 3))
+    bravo = SharedTable(location)
+    bravo._db = _LateCreate(bravo._db)
+    with pytest.raises(FleetStorageError, match="8-dimensional vectors"):
+        bravo.ensure(16)
+    assert SharedTable(location).dim == 8
+    alpha.append(_rows("alpha", 2, 1))
+    assert _row_ids(location) == ["alpha/0@1", "alpha/0@2", "alpha/1@1", "alpha/2@1"]
+
+
+RACERS = 4
+
+
+def _race(location: FleetLocation) -> list[str]:
+    """RACERS robots (threads, each its own SharedTable) create the fresh table at once and
+    append two pushes each; the errors they met."""
+    barrier = threading.Barrier(RACERS)
+    errors: list[str] = []
+
+    def robot(name: str) -> None:
+        table = SharedTable(location)
+        barrier.wait()
+        try:
+            table.ensure(8)
+            table.append(_rows(name, 1, 2))
+            table.append(_rows(name, 2, 1))
+        except Exception as exc:
+            errors.append(f"{name}: {exc}")
+
+    threads = [threading.Thread(target=robot, args=(f"r{i}",)) for i in range(RACERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
+
+
+@pytest.mark.parametrize(("where", "rounds"), [("dir", 25), ("s3", 16)])
+def test_robots_creating_and_appending_at_once_lose_no_row(
+    where: str, rounds: int, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    if where == "s3":
+        request.getfixturevalue("s3")
+    expected = sorted(
+        f"r{i}/{j}@{push}" for i in range(RACERS) for push, n in ((1, 2), (2, 1)) for j in range(n)
+    )
+    raced = 0
+    for round_ in range(rounds):
+        uri = f"s3://{BUCKET}/race-{round_}" if where == "s3" else str(tmp_path / f"race-{round_}")
+        location = FleetLocation(uri)
+        errors = _race(location)
+        assert not errors, f"round {round_}: {errors}"
+        assert _row_ids(location) == expected, f"round {round_}"
+        # An append adds rows; a version past 1 that holds no more rows than the one before
+        # is a create that LanceDB committed as an Overwrite.
+        table = SharedTable(location)
+        assert table.exists
+        rows = [int(v["metadata"]["total_rows"]) for v in table._table.list_versions()]
+        raced += any(after <= before for before, after in itertools.pairwise(rows))
+    print(f"{where}: {raced} of {rounds} rounds had a create committed past version 1")
 
 
 def test_fleet_temporal_answer_is_the_union_of_the_robots_answers_in_the_fleet_frame(

@@ -5,10 +5,37 @@ module of the fleet that imports lancedb.
 Each row is one version of one record of one robot: ``row_id`` is ``{robot}/{id}@{push}``. A
 push only appends rows (appends from several robots commit side by side; LanceDB retries its
 optimistic commits), and a row counts once the robot's manifest names its push (push.py).
+
+Robots pushing their first pushes at once race to create the table, and LanceDB's create is
+not exclusive. Measured with lancedb 0.40 (Lance 13) on a directory and on moto's S3 (see
+tests/test_fleet.py): a create whose "does it exist?" check ran before another robot's create
+committed does not fail; it commits as an *Overwrite* on top of whatever landed meanwhile (the
+other's create, and appends already committed to it), and that version holds none of their
+rows. An Overwrite commits over any concurrent transaction; an Append, a Delete or a compaction
+that started before it is refused ("incompatible with concurrent transaction Overwrite") and
+would be refused forever on the same table handle. So:
+
+- every write is retried on the table's latest version (``checkout_latest`` between tries);
+- a robot whose create committed at a version past 1 knows it raced: it reads the version just
+  before its own (older versions' files stay; only a compaction's cleanup removes them, after
+  7 days) and appends again every row of it that the latest version lacks (by ``row_id``, and
+  not when the latest version holds a newer push of the same record, ``key``), retried like
+  any append. If several creates raced, each repairs what the one before it covered, so the
+  rows of every version before the last create are in the latest one. If the earlier table
+  had another vector dimension, the robot restores that version instead and is refused, as a
+  robot with another embedder always is.
+
+LanceDB is the only arbiter here: pyarrow's S3 file system has no conditional put, so no lock
+or "create once" marker of our own can be made safe. What stays open: a robot killed between
+its racing create and the end of its repair (a few requests) leaves the rows it would have
+appended again out of the latest version; and a row another robot deleted inside that window
+(only possible for a robot that finished a whole push, or cut one and pushed again, in it) can
+come back.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -90,18 +117,64 @@ class SharedTable:
         return self._table
 
     def ensure(self, dim: int) -> None:
-        """Create the table for ``dim``-dimensional vectors unless it exists (several robots
-        may race to create it: the losers open the winner's)."""
+        """Create the table for ``dim``-dimensional vectors unless it exists. Several robots
+        may race to create it: one whose create LanceDB reports as existing opens it; one
+        whose create committed after another's puts back the rows its create hid (see the
+        module's docstring)."""
         if self._open() is not None:
             self._check_dim(dim)
             return
         try:
-            self._table = self._db.create_table(TABLE, schema=record_schema(dim), exist_ok=True)
+            created = self._db.create_table(TABLE, schema=record_schema(dim))
         except (ValueError, OSError, RuntimeError):
             self._table = None
             if self._open() is None:
                 raise
+        else:
+            self._table = created
+            version = int(created.version)
+            if version > 1:
+                self._restore_before(version, dim)
         self._check_dim(dim)
+
+    def _restore_before(self, version: int, dim: int) -> None:
+        """This robot's create committed as ``version`` on top of earlier versions (it raced
+        another create): append again the rows of ``version - 1`` that the latest version
+        lacks, or restore ``version - 1`` when its vectors have another dimension."""
+        before = _retrying(lambda: self._db.open_table(TABLE))
+        _retrying(lambda: before.checkout(version - 1))
+        if int(before.schema.field("vector").type.list_size) != dim:
+            _retrying(lambda: self._table.restore(version - 1), self._latest)
+            _retrying(self._latest)
+            return
+        rows = _retrying(lambda: before.search().limit(None).to_arrow())
+        if not rows.num_rows:
+            return
+        _retrying(self._latest)
+        present = _retrying(
+            lambda: self._table.search().select(["row_id", "key", "push"]).limit(None).to_arrow()
+        )
+        newest: dict[str, int] = {}
+        for key, push in zip(
+            present.column("key").to_pylist(), present.column("push").to_pylist(), strict=True
+        ):
+            newest[key] = max(push, newest.get(key, push))
+        held = set(present.column("row_id").to_pylist())
+        keep = [
+            row_id not in held and newest.get(key, push) <= push
+            for row_id, key, push in zip(
+                rows.column("row_id").to_pylist(),
+                rows.column("key").to_pylist(),
+                rows.column("push").to_pylist(),
+                strict=True,
+            )
+        ]
+        self.append(rows.filter(pa.array(keep, pa.bool_())))
+
+    def _latest(self) -> None:
+        """Move the table handle to the latest version (before a write is tried again)."""
+        if self._table is not None:
+            self._table.checkout_latest()
 
     def _check_dim(self, dim: int) -> None:
         stored = self._table.schema.field("vector").type.list_size
@@ -129,9 +202,10 @@ class SharedTable:
             _retrying(table.checkout_latest)
 
     def append(self, rows: pa.Table) -> None:
-        """Append rows (one commit; retried when another writer committed first)."""
+        """Append rows (one commit; retried on the latest version when another writer
+        committed first)."""
         if rows.num_rows:
-            _retrying(lambda: self._table.add(rows.select(self._table.schema.names)))
+            _retrying(lambda: self._table.add(rows.select(self._table.schema.names)), self._latest)
 
     def delete(self, predicate: str) -> int:
         """Delete the rows ``predicate`` selects (one commit, retried like append; none when
@@ -139,7 +213,7 @@ class SharedTable:
         table = self._open()
         found = self.count(predicate)
         if found:
-            _retrying(lambda: table.delete(predicate))
+            _retrying(lambda: table.delete(predicate), self._latest)
         return found
 
     def scan(self, predicate: str, columns: Sequence[str]) -> pa.Table:
@@ -180,7 +254,7 @@ class SharedTable:
         if table is None:
             return 0, 0
         before = self.fragments()
-        _retrying(table.optimize)
+        _retrying(table.optimize, self._latest)
         return before, self.fragments()
 
     def count(self, predicate: str | None = None) -> int:
@@ -189,8 +263,10 @@ class SharedTable:
         return 0 if table is None else int(_retrying(lambda: table.count_rows(predicate)))
 
 
-def _retrying(action: Callable[[], T]) -> T:
-    """Run a LanceDB call, again after a commit conflict or a dropped request (with backoff)."""
+def _retrying(action: Callable[[], T], before_retry: Callable[[], None] | None = None) -> T:
+    """Run a LanceDB call, again after a commit conflict or a dropped request (with backoff;
+    ``before_retry`` first, for a write: a conflict with an Overwrite is never resolved on
+    the version the write started from)."""
     for attempt in range(COMMIT_TRIES):
         try:
             return action()
@@ -198,4 +274,8 @@ def _retrying(action: Callable[[], T]) -> T:
             if attempt == COMMIT_TRIES - 1:
                 raise FleetStorageError(f"the fleet's vector table failed: {exc}") from exc
             time.sleep(min(2.0, 0.05 * 2**attempt))
+            if before_retry is not None:
+                # On a failure here the next try fails the same way, or reaches the store.
+                with contextlib.suppress(OSError, RuntimeError):
+                    before_retry()
     raise AssertionError("unreachable")
