@@ -801,3 +801,55 @@ def test_fleet_serve_offers_the_fleet_tools_over_mcp_stdio(
     assert sorted(tools) == sorted(FLEET_TOOLS)
     assert answer.startswith("1. [robots alpha, bravo] [entity/object]")
     assert refused
+
+
+def test_compact_indexes_a_large_shared_table_and_searches_answer_as_a_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ANN_MIN_ROWS rows, ``compact`` builds the vectors' ANN index (IVF_SQ, re-ranked
+    with the stored vectors) and searches go through it: against exact cosine over every row
+    the predicate passes, the best row is the same, recall@10 is at least 0.9 and every
+    score is exact; rows appended after the index are found too. Below the threshold
+    nothing is indexed."""
+    import numpy as np
+
+    from emem_graph.fleet import shared_table as module
+
+    location = FleetLocation(str(tmp_path / "fleet"))
+    table = SharedTable(location)
+    table.ensure(8)
+    rng = np.random.default_rng(3)
+    stored: dict[str, np.ndarray] = {}
+
+    def rows(robot: str, n: int) -> pa.Table:
+        made = _rows(robot, 1, n)
+        vectors = rng.normal(size=(n, 8)).astype(np.float32)
+        stored.update(zip(made.column("row_id").to_pylist(), vectors, strict=True))
+        index = made.schema.get_field_index("vector")
+        return made.set_column(
+            index, "vector", pa.array(vectors.tolist(), made.schema.field("vector").type)
+        )
+
+    table.append(rows("alpha", 600))
+    table.compact()
+    assert table.indexed_rows() == 0  # under ANN_MIN_ROWS
+    monkeypatch.setattr(module, "ANN_MIN_ROWS", 500)
+    table.compact()
+    assert table.indexed_rows() == 600
+    table.append(rows("bravo", 40))  # after the index
+    recalls = []
+    for robot in (None, "alpha", "bravo"):
+        predicate = "true" if robot is None else f"robot = '{robot}'"
+        ids = [i for i in stored if robot is None or i.startswith(robot)]
+        matrix = np.stack([stored[i] for i in ids]).astype(np.float64)
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+        for query in rng.normal(size=(12, 8)):
+            distance = 1.0 - matrix @ (query / np.linalg.norm(query))
+            exact = [ids[i] for i in np.argsort(distance)[:10]]
+            found = table.search(query, predicate, 10, ["row_id"])
+            assert found[0]["row_id"] == exact[0]
+            recalls.append(len({r["row_id"] for r in found} & set(exact)) / 10)
+            for row in found:
+                at = ids.index(row["row_id"])
+                assert row["_distance"] == pytest.approx(distance[at], abs=1e-5)
+    assert sum(recalls) / len(recalls) >= 0.9

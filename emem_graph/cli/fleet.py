@@ -157,8 +157,12 @@ def _cmd_replica(args: argparse.Namespace) -> int:
 def _cmd_compact(args: argparse.Namespace) -> int:
     from emem_graph.fleet.shared_table import SharedTable
 
-    before, after = SharedTable(_location(args)).compact()
+    table = SharedTable(_location(args))
+    before, after = table.compact()
     print(f"fleet table compacted: {before} fragments -> {after}")
+    indexed = table.indexed_rows()
+    if indexed:
+        print(f"vector index over {indexed} of {table.count()} rows")
     return 0
 
 

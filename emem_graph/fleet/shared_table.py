@@ -47,6 +47,14 @@ import pyarrow as pa
 from emem_graph.fleet.location import FleetLocation, FleetStorageError
 
 TABLE = "fleet_records"
+ANN_MIN_ROWS = 50_000
+"""Rows from which ``compact`` builds an ANN index on the vectors (IVF_SQ, as a robot's own
+memory does: storage/vectors.py); below it a search scans every row it passes."""
+ANN_NPROBES = 20
+"""IVF partitions a search through the index probes (storage/vectors.py: ANN_NPROBES)."""
+ANN_REFINE = 2
+"""A search through the index re-ranks its best ANN_REFINE x n hits with the stored vectors
+(exact scores: storage/vectors.py: ANN_REFINE)."""
 COMMIT_TRIES = 8
 """A write that loses its commit race this many times in a row is reported."""
 
@@ -239,7 +247,21 @@ class SharedTable:
             .select([*columns, "_distance"])
             .limit(limit)
         )
+        if self.indexed_rows():
+            # Rows appended since the index was built are scanned beside it by LanceDB.
+            query = query.nprobes(ANN_NPROBES).refine_factor(ANN_REFINE)
         return _retrying(query.to_list)
+
+    def indexed_rows(self) -> int:
+        """Rows the vector index covers (0: no index; searches scan every row)."""
+        table = self._open()
+        if table is None:
+            return 0
+        names = [i.name for i in _retrying(table.list_indices) if tuple(i.columns) == ("vector",)]
+        if not names:
+            return 0
+        stats = _retrying(lambda: table.index_stats(names[0]))
+        return int(getattr(stats, "num_indexed_rows", 0) or 0)
 
     def fragments(self) -> int:
         """How many data fragments the table has (each push's appends add some)."""
@@ -255,7 +277,33 @@ class SharedTable:
             return 0, 0
         before = self.fragments()
         _retrying(table.optimize, self._latest)
-        return before, self.fragments()
+        after = self.fragments()
+        self.index_vectors()
+        return before, after
+
+    def index_vectors(self, min_rows: int | None = None) -> int:
+        """Build (or rebuild, when a tenth of the rows or more are not in it) the ANN index
+        of the vectors once the table holds ``min_rows`` rows (ANN_MIN_ROWS); a fleet of
+        10 robots of 100k observations is searched through it instead of a scan of 1M rows.
+        Returns the rows the index covers (0: none)."""
+        table = self._open()
+        if table is None:
+            return 0
+        rows = self.count()
+        covered = self.indexed_rows()
+        if rows < (ANN_MIN_ROWS if min_rows is None else min_rows) or covered * 10 >= rows * 9:
+            return covered
+        from lancedb.index import IvfSq
+
+        # With a config, LanceDB 0.40 reads the first argument as the column (see
+        # storage/vectors.py).
+        _retrying(
+            lambda: table.create_index(
+                "vector", config=IvfSq(distance_type="cosine"), replace=True
+            ),
+            self._latest,
+        )
+        return self.indexed_rows()
 
     def count(self, predicate: str | None = None) -> int:
         """Rows in the table (that ``predicate`` selects)."""
