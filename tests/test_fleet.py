@@ -731,6 +731,32 @@ def test_a_push_refuses_a_location_it_did_not_create_and_bad_names(
         FleetLocation("s3:///prefix")
 
 
+def test_a_second_push_of_one_robot_from_this_host_is_refused_while_the_first_runs(
+    robots: dict[str, tuple[Robot, Path]], tmp_path: Path
+) -> None:
+    """Two pushes of one robot to one fleet at once would each take the other's uncommitted
+    rows for a cut push's and delete them: a push holds a per-host lock for (fleet, robot),
+    a second one is refused in one line (CLI included) and nothing it would write is
+    written; other robots and other fleets push meanwhile; after the first ends, it pushes."""
+    from emem_graph.fleet.push import push_lock
+
+    robot, directory = robots["alpha"]
+    other, other_directory = robots["bravo"]
+    uri = str(tmp_path / "fleet")
+    where = FleetLocation(uri)
+    with push_lock(where, robot.name):
+        with pytest.raises(InvalidInputError, match="another push of robot 'alpha'"):
+            push_memory(directory, uri, robot.name, frame=robot.frame)
+        process = _cli_push(directory, uri, robot)
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 2
+        assert len(err.strip().splitlines()) == 1 and "another push" in err
+        assert not where.exists("robots/alpha/manifest.json")
+        push_memory(other_directory, uri, other.name, frame=other.frame)  # another robot
+        push_memory(directory, str(tmp_path / "elsewhere"), robot.name)  # another fleet
+    assert push_memory(directory, uri, robot.name, frame=robot.frame).push == 1
+
+
 def test_cli_errors_are_one_line(robots: dict[str, tuple[Robot, Path]], tmp_path: Path) -> None:
     _, directory = robots["alpha"]
     result = subprocess.run(

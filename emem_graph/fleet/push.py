@@ -21,9 +21,13 @@ A push that finds nothing changed writes nothing.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import re
+import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -142,6 +146,46 @@ def push_memory(
     started = time.monotonic()
     check_robot(robot)
     where = location if isinstance(location, FleetLocation) else FleetLocation(location)
+    with push_lock(where, robot):
+        return _push(directory, where, robot, frame, started)
+
+
+@contextlib.contextmanager
+def push_lock(where: FleetLocation, robot: str) -> Iterator[None]:
+    """Hold this host's lock on pushing ``robot`` to ``where``: a second push of the same
+    robot to the same fleet from this host (a cron job beside a manual push) is refused at
+    once instead of deleting the first one's uncommitted rows as a cut push's. An advisory
+    lock on a file in the temporary directory (the memory is opened read-only and the fleet
+    location offers no lock); the kernel releases it when the process ends, killed or not.
+    Two hosts pushing one robot name is a misconfiguration this cannot see: a robot's name
+    must be its own.
+
+    Raises:
+        InvalidInputError: another push of the robot to this fleet is running on this host.
+    """
+    digest = hashlib.sha256(f"{where}\0{robot}".encode()).hexdigest()[:24]
+    path = Path(tempfile.gettempdir()) / f"emem-graph-push-{digest}.lock"
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InvalidInputError(
+                f"another push of robot {robot!r} to {where} is running on this host; "
+                "wait for it to end (pushes of one robot run one at a time)"
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _push(
+    directory: str | Path,
+    where: FleetLocation,
+    robot: str,
+    frame: Frame | None,
+    started: float,
+) -> PushReport:
     _claim_root(where)
     prefix = robot_prefix(robot)
     manifest = where.read_json(f"{prefix}/manifest.json") or {}
