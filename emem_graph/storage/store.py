@@ -129,6 +129,9 @@ class MemoryStore:
             self.info = self.graph.ensure_schema({"embedding_dim": str(embedder.dim)})
             self.index = ObservationIndex()
             self.index.load(self.graph.query_arrow("index_observations"))
+            # The Arrow read (~500 MB at 1M observations) is gone: its pages go back to the
+            # system, not kept by Arrow's allocator for reads that will not come (issue 23).
+            pa.default_memory_pool().release_unused()
             marked = read_only or self._mark.check(len(self.index))
             self.vectors, rebuilt = open_vectors(
                 self.root / VECTOR_DIR, config, embedder.dim, read_only=read_only
@@ -792,6 +795,7 @@ class MemoryStore:
                         placed = self.index.rows_of(ids)
                         for copy in copies:
                             copy.put(placed, vectors, only_missing=True)
+                pa.default_memory_pool().release_unused()  # the scan's batches
                 if sketch is not None:
                     self._sketch_loaded.set()
                 if exact is not None:
