@@ -757,6 +757,19 @@ def test_a_second_push_of_one_robot_from_this_host_is_refused_while_the_first_ru
     assert push_memory(directory, uri, robot.name, frame=robot.frame).push == 1
 
 
+def test_a_push_whose_lock_cannot_be_made_says_so_in_one_line(
+    robots: dict[str, tuple[Robot, Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    robot, directory = robots["alpha"]
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path / "no" / "such"))
+    with pytest.raises(FleetStorageError, match="push lock") as caught:
+        push_memory(directory, str(tmp_path / "fleet"), robot.name)
+    assert "\n" not in str(caught.value)
+    assert not (tmp_path / "fleet").exists()
+
+
 def test_cli_errors_are_one_line(robots: dict[str, tuple[Robot, Path]], tmp_path: Path) -> None:
     _, directory = robots["alpha"]
     result = subprocess.run(

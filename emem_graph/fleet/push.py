@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 from emem_graph.errors import InvalidInputError
 from emem_graph.explore.export import VECTOR_KINDS
 from emem_graph.fleet.frame import Frame
-from emem_graph.fleet.location import FleetLocation
+from emem_graph.fleet.location import FleetLocation, FleetStorageError
 from emem_graph.fleet.shared_table import SharedTable, sql_in, sql_text
 from emem_graph.fleet.snapshot import Snapshot, empty_state, read_snapshot, shared_rows
 
@@ -162,10 +162,18 @@ def push_lock(where: FleetLocation, robot: str) -> Iterator[None]:
 
     Raises:
         InvalidInputError: another push of the robot to this fleet is running on this host.
+        FleetStorageError: the lock file cannot be opened (the temporary directory).
     """
     digest = hashlib.sha256(f"{where}\0{robot}".encode()).hexdigest()[:24]
     path = Path(tempfile.gettempdir()) / f"emem-graph-push-{digest}.lock"
-    with open(path, "a+") as handle:
+    try:
+        handle = open(path, "a+")  # noqa: SIM115 (closed below, after the lock's release)
+    except OSError as exc:
+        raise FleetStorageError(
+            f"cannot open the push lock {path} ({exc.strerror or exc}); set TMPDIR to a "
+            "writable directory"
+        ) from exc
+    with handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
