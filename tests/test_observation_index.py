@@ -206,29 +206,33 @@ def test_the_index_is_rebuilt_from_the_graph_on_reopen(tmp_path: Path) -> None:
         reopened.close()
 
 
+def _arrow_rows(observations: list[Any]) -> pa.Table:
+    """The observations as the graph's index read returns them (load()'s input)."""
+    return pa.table(
+        {
+            "id": [o.id for o in observations],
+            "text": [o.text for o in observations],
+            "x": [o.x for o in observations],
+            "y": [o.y for o in observations],
+            "z": [o.z for o in observations],
+            "timestamp": [o.timestamp for o in observations],
+            "layer": [o.layer_name for o in observations],
+            "source_type": [o.source_type for o in observations],
+            "confidence": [o.confidence for o in observations],
+            "tier": ["short_term"] * len(observations),
+            "episode_id": pa.array([o.episode_id for o in observations], pa.string()),
+            "metadata": [json.dumps(o.metadata) for o in observations],
+        }
+    )
+
+
 def test_load_sorts_rows_by_time() -> None:
     """The graph returns rows in storage order; load() puts them in time order."""
-    import pyarrow as pa
 
     rng = np.random.default_rng(5)
     observations = [_observation(i, 100.0 + i, rng) for i in range(300)]
     shuffled = [observations[i] for i in rng.permutation(len(observations))]
-    table = pa.table(
-        {
-            "id": [o.id for o in shuffled],
-            "text": [o.text for o in shuffled],
-            "x": [o.x for o in shuffled],
-            "y": [o.y for o in shuffled],
-            "z": [o.z for o in shuffled],
-            "timestamp": [o.timestamp for o in shuffled],
-            "layer": [o.layer_name for o in shuffled],
-            "source_type": [o.source_type for o in shuffled],
-            "confidence": [o.confidence for o in shuffled],
-            "tier": ["short_term"] * len(shuffled),
-            "episode_id": [None] * len(shuffled),
-            "metadata": ["{}"] * len(shuffled),
-        }
-    )
+    table = _arrow_rows(shuffled)
     loaded, appended = ObservationIndex(), ObservationIndex()
     loaded.load(table)
     appended.append(observations)
@@ -513,22 +517,7 @@ def test_repeated_strings_are_held_once_and_read_back_alike() -> None:
     appended = ObservationIndex()
     appended.append(observations[:150])
     appended.append(observations[150:])
-    table = pa.table(
-        {
-            "id": [o.id for o in observations],
-            "text": [o.text for o in observations],
-            "x": [o.x for o in observations],
-            "y": [o.y for o in observations],
-            "z": [o.z for o in observations],
-            "timestamp": [o.timestamp for o in observations],
-            "layer": [o.layer_name for o in observations],
-            "source_type": [o.source_type for o in observations],
-            "confidence": [o.confidence for o in observations],
-            "tier": ["short_term"] * len(observations),
-            "episode_id": pa.array([o.episode_id for o in observations], pa.string()),
-            "metadata": [json.dumps(o.metadata) for o in observations],
-        }
-    )
+    table = _arrow_rows(observations)
     loaded = ObservationIndex()
     loaded.load(table)
     for index in (appended, loaded):
