@@ -111,9 +111,13 @@ class EntityIndex:
             self._sighting_row[start:end] = rows
             self._sightings = end
 
-    def put_stays(self, stays: Sequence[EntityPosition], deleted: Sequence[str] = ()) -> None:
+    def put_stays(
+        self, stays: Sequence[EntityPosition], deleted: Sequence[str] = (), *, copy: bool = True
+    ) -> None:
         """Record stays created or updated by a committed change (their final state: a stay
-        that changed entity, after a split, moves to it) and the ids of stays it deleted."""
+        that changed entity, after a split, moves to it) and the ids of stays it deleted.
+        ``copy``: keep copies; False for objects nobody else holds (a change's own copies,
+        stays read from the graph)."""
         with self._lock:
             for stay_id in deleted:
                 gone = self._stays.pop(stay_id, None)
@@ -123,7 +127,7 @@ class EntityIndex:
                 before = self._stays.get(stay.id)
                 if before is not None and before.entity_id != stay.entity_id:
                     self._drop_stay(before)
-                kept = stay.model_copy()
+                kept = stay.model_copy() if copy else stay
                 self._stays[stay.id] = kept
                 self._stays_of.setdefault(stay.entity_id, {})[stay.id] = kept
 

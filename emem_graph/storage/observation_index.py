@@ -630,20 +630,28 @@ class ObservationIndex:
             return np.empty(0, dtype=np.int64), d2
         return np.flatnonzero(mask & (d2 <= radius * radius)), d2
 
+    def _cell_span(self, x: float, y: float, radius: float) -> tuple[int, int, int, int] | None:
+        """The grid cells (x0, x1, y0, y1) a circle covers; None when the grid does not pay
+        (more cells than max(64, the cells holding rows)) or the circle reaches infinity: the
+        caller scans every row."""
+        edges = ((x - radius) / CELL, (x + radius) / CELL, (y - radius) / CELL, (y + radius) / CELL)
+        if not all(math.isfinite(edge) for edge in edges):
+            return None
+        x0, x1, y0, y1 = (math.floor(edge) for edge in edges)
+        if (x1 - x0 + 1) * (y1 - y0 + 1) > max(64, len(self._cells)):
+            return None
+        return x0, x1, y0, y1
+
     def _in_cells(self, snap: _Snapshot, x: float, y: float, radius: float) -> np.ndarray | None:
         """Rows of ``snap`` (sorted) in the grid cells a circle covers; None when they are too
         many for the grid to pay (then every row is scanned)."""
         if snap.rows_of_whole is not None or snap.n == 0:
             return None
-        edges = ((x - radius) / CELL, (x + radius) / CELL, (y - radius) / CELL, (y + radius) / CELL)
-        if not all(math.isfinite(edge) for edge in edges):  # a circle reaching infinity: scan
-            return None
-        x0, x1 = math.floor((x - radius) / CELL), math.floor((x + radius) / CELL)
-        y0, y1 = math.floor((y - radius) / CELL), math.floor((y + radius) / CELL)
-        if (x1 - x0 + 1) * (y1 - y0 + 1) > max(64, len(self._cells)):
+        span = self._cell_span(x, y, radius)
+        if span is None:
             return None
         with self._lock:
-            parts = self._cells.covering(x0, x1, y0, y1)
+            parts = self._cells.covering(*span)
         if not parts:
             return np.empty(0, dtype=np.int64)
         whole = np.concatenate(parts)
@@ -668,20 +676,19 @@ class ObservationIndex:
         entity it answers, ~10 a call; 30 -> ~10 us each). None when the grid does not pay
         (a circle over many cells, or cells holding a large share of the rows): the caller
         scans. Otherwise a one-tuple holding the answer (None: no look)."""
-        if not all(math.isfinite(v) for v in (x - radius, x + radius, y - radius, y + radius)):
+        span = self._cell_span(x, y, radius)
+        if span is None:
             return None
-        x0, x1 = math.floor((x - radius) / CELL), math.floor((x + radius) / CELL)
-        y0, y1 = math.floor((y - radius) / CELL), math.floor((y + radius) / CELL)
         code = None
         with self._lock:
             n = self._n
-            if n == 0 or (x1 - x0 + 1) * (y1 - y0 + 1) > max(64, len(self._cells)):
+            if n == 0:
                 return None
             if layer is not None:
                 code = self._layer_code.get(layer)
                 if code is None:
                     return (None,)
-            parts = self._cells.covering(x0, x1, y0, y1)
+            parts = self._cells.covering(*span)
             columns = (self._x, self._y, self._t, self._layer, self._body, self._tier)
         if not parts:
             return (None,)

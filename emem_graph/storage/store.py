@@ -734,7 +734,8 @@ class MemoryStore:
         self.index.set_tier([i for i, kind in change.deletes if kind == "observation"], "archived")
         self.entities.put(change.entities)
         if change.stays or change.dropped_stays:
-            self.entities.put_stays(change.stays, change.dropped_stays)
+            # The change holds its own copies (GraphChange.follow_entities).
+            self.entities.put_stays(change.stays, change.dropped_stays, copy=False)
         if change.sightings:
             self.entities.add_sightings(
                 [e for e, _ in change.sightings],
@@ -807,7 +808,8 @@ class MemoryStore:
     def _load_entities(self) -> None:
         rows = self.graph.query("all_entities")
         self.entities.put(list(nodes_by_id(rows, "entity").values()), copy=False)
-        self.entities.put_stays([position(row["p"]) for row in self.graph.query("all_positions")])
+        rows = self.graph.query("all_positions")
+        self.entities.put_stays([position(row["p"]) for row in rows], copy=False)
         pairs = self.graph.query_arrow("entity_sightings")
         if pairs.num_rows:
             self.entities.add_sightings(
