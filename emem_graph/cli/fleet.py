@@ -77,11 +77,14 @@ def add_fleet_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
 
     compact = groups.add_parser(
         "compact",
-        help="merge the fragments of the fleet's shared table (from one place, e.g. nightly)",
+        help="merge the fragments of the fleet's shared table and index its vectors (from one "
+        "place, e.g. nightly)",
         description="Merge the data fragments every push adds to the fleet's shared LanceDB "
-        "table (LanceDB's optimize), so that a fleet query reads fewer objects. Run it from one "
-        "place; pushes may go on meanwhile (LanceDB retries a commit that lost a race). Files "
-        "of older table versions stay for LanceDB's default retention.",
+        "table (LanceDB's optimize), so that a fleet query reads fewer objects, and once the "
+        "table holds 50,000 rows build (or rebuild, when a tenth of the rows are outside it) "
+        "the ANN index of its vectors. Run it from one place; pushes may go on meanwhile "
+        "(LanceDB retries a commit that lost a race). Files of older table versions stay for "
+        "LanceDB's default retention.",
     )
     compact.add_argument("uri", metavar="URI", help="the fleet")
     _add_s3_options(compact)
