@@ -63,15 +63,19 @@ def add_fleet_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
 
     replica = groups.add_parser(
         "replica",
-        help="build a read-only graph replica of the fleet for Cypher (cypher / shell DIR)",
+        help="build or update a read-only graph replica of the fleet for Cypher (cypher / "
+        "shell DIR)",
         description="Build in the new directory DIR a graph holding every robot's committed "
         "graph rows (positions in the fleet frame), with a Robot node per robot and a "
         "REMEMBERED_BY edge from each observation, gist, entity and episode to its robot; "
-        "query it with `emem-graph cypher DIR` or `shell DIR`. Build a new one to see later "
-        "pushes.",
+        "query it with `emem-graph cypher DIR` or `shell DIR`. Run it again on the same DIR to "
+        "bring the replica up to the robots' later pushes: only the rows they changed are "
+        "written (it is rebuilt whole when most rows changed, or after an update was cut).",
     )
     replica.add_argument("uri", metavar="URI", help="the fleet")
-    replica.add_argument("directory", metavar="DIR", help="a new directory (must not exist)")
+    replica.add_argument(
+        "directory", metavar="DIR", help="a new directory, or a replica of the same fleet"
+    )
     _add_s3_options(replica)
     replica.set_defaults(run=_cmd_replica)
 
@@ -151,9 +155,9 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 
 
 def _cmd_replica(args: argparse.Namespace) -> int:
-    from emem_graph.fleet.replica import build_replica
+    from emem_graph.fleet.replica_update import replicate
 
-    print(build_replica(_location(args), args.directory).describe())
+    print(replicate(_location(args), args.directory).describe())
     return 0
 
 

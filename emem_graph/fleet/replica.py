@@ -5,12 +5,18 @@ across the fleet.
 A replica is a new directory holding a graph with the memory schema (schema/graph.cypher)
 plus schema/fleet_replica.cypher: a ``Robot`` node per robot and a ``REMEMBERED_BY`` edge from
 each observation, gist, entity and episode to the robot that remembers it. Positions are in the
-fleet frame. ``emem-graph cypher DIR`` and ``shell`` read it like a memory. A replica is built
-whole from what the manifests name; build a new one to see later pushes.
+fleet frame. ``emem-graph cypher DIR`` and ``shell`` read it like a memory.
+
+A replica is built whole from what the manifests name, then kept up to date push by push
+(update_replica, replica_update.py): only the rows the new pushes changed are written. Its
+``fleet_replica.json`` names the fleet and the push of each robot it holds.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,15 +27,20 @@ import pyarrow.compute as pc
 
 from emem_graph.errors import InvalidInputError
 from emem_graph.explore.selection import NODE_TABLES, REL_ENDS
-from emem_graph.fleet.location import FleetLocation
+from emem_graph.fleet.location import FleetLocation, FleetStorageError
 from emem_graph.fleet.push import graph_folder, pushed_tables, robot_prefix
 from emem_graph.resources import read_cypher
 from emem_graph.storage.graph import GraphDB
+from emem_graph.storage.graph_rows import with_all_columns
 from emem_graph.storage.store import GRAPH_FILE
 
 REMEMBERED = ("Observation", "Gist", "Entity", "Episode")
 """Node tables whose rows get a REMEMBERED_BY edge to their robot."""
 _EXTRA = ("key", "robot", "digest")
+MARKER = "fleet_replica.json"
+"""In a replica's directory: the fleet, each robot's push and state fingerprint, and whether
+the graph is whole (``ready``) or an update is under way (``updating``)."""
+MARKER_FORMAT = "emem-graph-fleet-replica"
 
 
 @dataclass
@@ -43,17 +54,42 @@ class ReplicaReport:
     duplicates: int = 0
     """Rows left out because another robot's row has the same primary key (a user profile's
     user name, for one)."""
+    how: str = "built"
+    """built (a new directory), updated (push by push), rebuilt (whole, in place: ``reason``
+    says why) or current (nothing to do)."""
+    before: dict[str, int] = field(default_factory=dict)
+    """An update's robots and pushes before it."""
+    written: dict[str, int] = field(default_factory=dict)
+    """An update's rows created, changed and deleted."""
+    reason: str = ""
 
     def describe(self) -> str:
         """A few lines for the command line."""
         robots = ", ".join(f"{r} (push {p})" for r, p in self.robots.items())
-        return "\n".join(
-            [
-                f"fleet replica at {self.directory}: robots {robots}",
-                f"nodes: {sum(self.nodes.values())}, edges: {sum(self.edges.values())}, "
-                f"rows left out as duplicates: {self.duplicates}",
-            ]
+        totals = (
+            f"nodes: {sum(self.nodes.values())}, edges: {sum(self.edges.values())}, "
+            f"rows left out as duplicates: {self.duplicates}"
         )
+        if self.how == "current":
+            return f"fleet replica at {self.directory} is current: robots {robots}"
+        if self.how == "updated":
+            moved = ", ".join(
+                f"{r} push {self.before.get(r, 0)} -> {p}"
+                for r, p in self.robots.items()
+                if self.before.get(r, 0) != p
+            )
+            rows = ", ".join(f"{n} {what}" for what, n in self.written.items())
+            return "\n".join(
+                [
+                    f"fleet replica at {self.directory} updated: {moved}",
+                    f"rows written: {rows}",
+                    f"nodes: {sum(self.nodes.values())}, edges: {sum(self.edges.values())}",
+                ]
+            )
+        head = f"fleet replica at {self.directory}"
+        if self.how == "rebuilt":
+            head += f" rebuilt whole ({self.reason})"
+        return "\n".join([f"{head}: robots {robots}", totals])
 
 
 def fleet_graph(location: FleetLocation, robots: dict[str, int]) -> dict[str, pa.Table]:
@@ -113,15 +149,76 @@ def build_replica(
     if robots is None:
         robots = FleetMemory(where).robots()
     manifests = {r: where.read_json(f"{robot_prefix(r)}/manifest.json") or {} for r in robots}
+    prints = {r: state_fingerprint(robot_state(where, r, p)) for r, p in robots.items()}
     tables = fleet_graph(where, robots)
     report = ReplicaReport(directory=str(target), robots=dict(robots))
     target.mkdir(parents=True)
     try:
         _load(GraphDB(target / GRAPH_FILE), tables, manifests, report)
+        write_marker(target, where, robots, prints, "ready")
     except BaseException:
         shutil.rmtree(target, ignore_errors=True)
         raise
     return report
+
+
+def robot_state(where: FleetLocation, robot: str, push: int) -> pa.Table:
+    """(table, key, digest) of every row of ``robot``'s memory as of its push ``push``.
+
+    Raises:
+        FleetStorageError: the push's state is missing (the fleet lost a file).
+    """
+    if push == 0:
+        return pa.table({n: pa.array([], pa.string()) for n in ("table", "key", "digest")})
+    state = where.read_parquet(f"{robot_prefix(robot)}/state/{push:08d}.parquet")
+    if state is None:
+        raise FleetStorageError(f"{where}: the state of robot {robot}'s push {push} is missing")
+    return state
+
+
+def state_fingerprint(state: pa.Table) -> str:
+    """A digest of a robot's state: another fleet pushed at the same URI gives another one."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update("\n".join(sorted(state.column("digest").to_pylist())).encode())
+    return h.hexdigest()
+
+
+def write_marker(
+    target: Path, where: FleetLocation, robots: dict[str, int], prints: dict[str, str], state: str
+) -> None:
+    """Write the replica's marker (a new file renamed over the old: never half-written)."""
+    marker = {
+        "format": MARKER_FORMAT,
+        "version": 1,
+        "fleet": str(where),
+        "state": state,
+        "robots": {r: {"push": p, "state": prints[r]} for r, p in sorted(robots.items())},
+    }
+    part = target / f".{MARKER}.part"
+    with part.open("w", encoding="utf-8") as file:
+        json.dump(marker, file, indent=1)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(part, target / MARKER)
+
+
+def read_marker(target: Path) -> dict[str, Any]:
+    """The replica's marker.
+
+    Raises:
+        InvalidInputError: ``target`` is not a directory holding a replica's marker (nothing
+            else is ever written over).
+    """
+    try:
+        marker = json.loads((target / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(
+            f"{target} exists and is not a fleet replica (no readable {MARKER}): a replica is "
+            "built in a new directory, and nothing else is overwritten"
+        ) from exc
+    if not isinstance(marker, dict) or marker.get("format") != MARKER_FORMAT:
+        raise InvalidInputError(f"{target / MARKER} is not a fleet replica's marker")
+    return marker
 
 
 def _load(
@@ -145,9 +242,7 @@ def _load(
                     continue
                 unique = _first_per_key(rows)
                 report.duplicates += rows.num_rows - unique.num_rows
-                tx.copy_nodes(
-                    name, unique.drop_columns([c for c in _EXTRA if c in unique.schema.names])
-                )
+                tx.copy_nodes(name, with_all_columns(tx, name, unique))
                 report.nodes[name] = unique.num_rows
                 ids[name] = unique.column("id").combine_chunks()
         # Rel-table COPYs last, each in its own transaction (graph.py: a rolled-back rel COPY

@@ -260,12 +260,19 @@ class GraphTransaction:
         500 rows at 1M), and a rel-table COPY is unsafe in a transaction that may roll back
         (see copy_edges).
         """
+        return self.run_each_statement(read_cypher("queries", name), rows, name=name)
+
+    def run_each_statement(
+        self, cypher: str, rows: Sequence[dict[str, Any]], *, name: str = "statement"
+    ) -> int:
+        """run_each for a statement the storage layer made from the schema's own table and
+        column names (graph_rows.py), never from input: values travel as parameters."""
         if not rows:
             return 0
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             try:
-                statement = self._connection.prepare(read_cypher("queries", name))
+                statement = self._connection.prepare(cypher)
             except ENGINE_ERRORS as exc:
                 raise engine_error(f"graph query {name} failed to prepare", exc) from exc
             for row in rows:
@@ -276,6 +283,15 @@ class GraphTransaction:
                 for each in result if isinstance(result, list) else [result]:
                     each.close()
         return len(rows)
+
+    def columns(self, table: str) -> list[str]:
+        """Property names of a schema table (node or rel) in schema order."""
+        return self._graph.columns(table)
+
+    def column_types(self, table: str) -> dict[str, str]:
+        """Property name -> the engine's type name (STRING, DOUBLE, INT64, FLOAT[]...)."""
+        rows = self._graph.query_text(f"CALL table_info('{table}') RETURN name, type")
+        return {row["name"]: str(row["type"]) for row in rows}
 
     def copy_edges(self, rel: str, edges: pa.Table, *, from_table: str, to_table: str) -> None:
         """Bulk-insert edges from an Arrow table whose first two columns are from/to ids.

@@ -1,0 +1,300 @@
+"""A fleet replica kept up to date push by push (fleet/replica_update.py) holds exactly what a
+replica built whole from the same pushes holds: every table's rows compared after each round
+of robots writing, consolidating, forgetting, sharing rows by primary key and changing frames.
+Plus the ways an update must refuse or rebuild: a cut update, another fleet, a directory that
+is not a replica, a fleet pushed anew under the same name."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
+from emem_graph.errors import InvalidInputError
+from emem_graph.fleet import Frame, push_memory, replica_update
+from emem_graph.fleet.replica import MARKER
+from emem_graph.fleet.replica_update import replicate
+from emem_graph.storage.graph import GraphDB
+from emem_graph.storage.graph_transfer import export_tables
+from emem_graph.storage.store import GRAPH_FILE
+
+CLI = (sys.executable, "-m", "emem_graph.cli")
+START = 1_790_000_000.0
+
+
+class Robot:
+    """One robot's memory directory and its clock; each visit opens, writes and closes it."""
+
+    def __init__(self, name: str, directory: Path, start: float) -> None:
+        self.name, self.directory, self.now = name, directory, start
+
+    def visit(self, write: Any) -> None:
+        def clock() -> float:
+            return self.now
+
+        memory = SpatioTemporalMemory(
+            config=MemoryConfig(
+                db_path=str(self.directory),
+                maintenance_interval=None,
+                consolidation_window=600.0,
+                archive_after_seconds=1200.0,
+            ),
+            embedding_provider=HashingEmbedder(384),
+            get_current_time=clock,
+        )
+        try:
+            write(memory, self)
+        finally:
+            memory.close()
+
+    def tick(self, seconds: float = 30.0) -> float:
+        self.now += seconds
+        return self.now
+
+
+def _patrol(things: list[str], x0: float) -> Any:
+    def write(memory: SpatioTemporalMemory, robot: Robot) -> None:
+        for i, thing in enumerate(things):
+            memory.add(f"a {thing} near shelf {i}", x0 + i, 0.5 * i, timestamp=robot.tick())
+            memory.add_entity(thing, x0 + i, 0.5 * i, timestamp=robot.tick())
+
+    return write
+
+
+def _profile(alias: str, objects: list[str]) -> Any:
+    def write(memory: SpatioTemporalMemory, robot: Robot) -> None:
+        memory.profile.add_object_semantics("anna", alias, objects)
+
+    return write
+
+
+def _consolidate(memory: SpatioTemporalMemory, robot: Robot) -> None:
+    robot.tick(3_600.0)
+    memory.consolidate_time_window()
+    memory.maintenance()
+
+
+def _forget(alias: str) -> Any:
+    def write(memory: SpatioTemporalMemory, robot: Robot) -> None:
+        assert memory.profile.remove("anna", alias)
+
+    return write
+
+
+def _dump(directory: Path, scratch: Path) -> dict[str, list[str]]:
+    """Every table of the replica's graph: its rows as sorted JSON lines."""
+    graph = GraphDB(directory / GRAPH_FILE, read_only=True)
+    try:
+        manifest = export_tables(graph, scratch)
+    finally:
+        graph.close()
+    tables = {}
+    for entry in manifest["files"]:
+        rows = pq.read_table(scratch / entry["file"]).to_pylist()
+        tables[entry["file"]] = sorted(json.dumps(r, sort_keys=True, default=str) for r in rows)
+    return tables
+
+
+def _same_as_whole(uri: str, replica: Path, scratch: Path, label: str) -> None:
+    whole = scratch / f"whole-{label}"
+    replicate(uri, whole)
+    kept = _dump(replica, scratch / f"dump-kept-{label}")
+    built = _dump(whole, scratch / f"dump-whole-{label}")
+    assert kept.keys() == built.keys()
+    for name in built:
+        assert kept[name] == built[name], f"{label}: {name} differs"
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> dict[str, Any]:
+    robots = {
+        "bravo": Robot("bravo", tmp_path / "bravo", START),
+        "charlie": Robot("charlie", tmp_path / "charlie", START + 100),
+    }
+    robots["bravo"].visit(_patrol(["drill", "ladder", "red toolbox"], 0.0))
+    robots["bravo"].visit(_profile("my toolbox", ["red toolbox"]))
+    robots["charlie"].visit(_patrol(["kettle", "mug", "fire extinguisher", "chair"], 10.0))
+    robots["charlie"].visit(_profile("my mug", ["blue mug"]))
+    frames = {"bravo": Frame(10.0, -5.0, math.pi / 2), "charlie": Frame(-20.0, 8.0, math.pi)}
+    uri = str(tmp_path / "fleet")
+    for name, robot in robots.items():
+        push_memory(robot.directory, uri, name, frame=frames[name])
+    return {"uri": uri, "robots": robots, "frames": frames, "root": tmp_path}
+
+
+def test_an_updated_replica_holds_what_a_replica_built_whole_holds(
+    fleet: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uri, robots, root = fleet["uri"], fleet["robots"], fleet["root"]
+    # These memories are small: every round changes more than REBUILD_SHARE of their rows.
+    monkeypatch.setattr(replica_update, "REBUILD_SHARE", 1.0)
+    replica = root / "replica"
+    assert replicate(uri, replica).how == "built"
+    _same_as_whole(uri, replica, root, "0")
+
+    # Round 1: bravo sees more (new rows, entities seen again: changed rows); charlie
+    # consolidates and archives (gists, SUMMARIZES edges, observations rewritten).
+    robots["bravo"].visit(_patrol(["drill", "bucket"], 2.0))
+    # The toolbox is anna's work box too; "my toolbox" becomes the green one: the edge to the
+    # red toolbox goes, both its ends stay.
+    robots["bravo"].visit(_profile("work box", ["red toolbox"]))
+    robots["bravo"].visit(_profile("my toolbox", ["green toolbox"]))
+    robots["charlie"].visit(_consolidate)
+    for name in ("bravo", "charlie"):
+        push_memory(robots[name].directory, uri, name)
+    report = replicate(uri, replica)
+    assert report.how == "updated", report.describe()
+    assert report.written["created"] > 0 and report.written["changed"] > 0
+    assert report.before == {"bravo": 1, "charlie": 1}
+    _same_as_whole(uri, replica, root, "1")
+
+    # Round 2: a new robot, first in name order, with a copy of bravo's memory: every row is
+    # shared by primary key and now belongs to it (REMEMBERED_BY moves).
+    aaron = Robot("aaron", root / "aaron", robots["bravo"].now)
+    shutil.copytree(robots["bravo"].directory, aaron.directory)
+    push_memory(aaron.directory, uri, "aaron", frame=fleet["frames"]["bravo"])
+    # bravo's toolbox now differs from aaron's copy; aaron's is the replica's.
+    robots["bravo"].visit(_profile("my toolbox", ["red toolbox", "green toolbox"]))
+    push_memory(robots["bravo"].directory, uri, "bravo")
+    assert replicate(uri, replica).how == "updated"
+    _same_as_whole(uri, replica, root, "2")
+
+    # Round 3: aaron forgets anna's toolbox and sees more; the rows it drops go back to
+    # bravo's copies, unchanged by bravo's new push (read from bravo's history).
+    aaron.visit(_forget("my toolbox"))
+    aaron.visit(_patrol(["wheelbarrow"], 5.0))
+    robots["bravo"].visit(_patrol(["broom"], 7.0))
+    push_memory(aaron.directory, uri, "aaron")
+    push_memory(robots["bravo"].directory, uri, "bravo")
+    report = replicate(uri, replica)
+    assert report.how == "updated"
+    _same_as_whole(uri, replica, root, "3")
+
+    # Round 4: both copies gone: bravo forgets the toolbox too (rows deleted), and charlie
+    # forgets the mug, seen by no other robot.
+    robots["bravo"].visit(_forget("my toolbox"))
+    robots["charlie"].visit(_forget("my mug"))
+    push_memory(robots["bravo"].directory, uri, "bravo")
+    push_memory(robots["charlie"].directory, uri, "charlie")
+    report = replicate(uri, replica)
+    assert report.how == "updated" and report.written["deleted"] > 0
+    _same_as_whole(uri, replica, root, "4")
+    assert replicate(uri, replica).how == "current"
+
+
+def test_a_new_frame_or_a_cut_update_rebuilds_the_replica_whole(fleet: dict[str, Any]) -> None:
+    uri, robots, root = fleet["uri"], fleet["robots"], fleet["root"]
+    replica = root / "replica"
+    replicate(uri, replica)
+    push_memory(robots["charlie"].directory, uri, "charlie", frame=Frame(-21.0, 8.0, math.pi))
+    report = replicate(uri, replica)
+    assert report.how == "rebuilt" and "rows changed" in report.reason
+    _same_as_whole(uri, replica, root, "frame")
+    assert not [p for p in root.iterdir() if p.name.startswith(".replica.")]
+
+    robots["bravo"].visit(_patrol(["crate"], 3.0))
+    push_memory(robots["bravo"].directory, uri, "bravo")
+    marker = json.loads((replica / MARKER).read_text())
+    marker["state"] = "updating"  # what a kill between the first and last write leaves
+    (replica / MARKER).write_text(json.dumps(marker))
+    report = replicate(uri, replica)
+    assert (report.how, report.reason) == ("rebuilt", "an earlier update did not finish")
+    _same_as_whole(uri, replica, root, "cut")
+
+
+def test_an_update_refuses_what_is_not_its_replica_and_rebuilds_for_a_new_fleet(
+    fleet: dict[str, Any], tmp_path: Path
+) -> None:
+    uri, robots = fleet["uri"], fleet["robots"]
+    replica = tmp_path / "replica"
+    replicate(uri, replica)
+    other = tmp_path / "other-fleet"
+    push_memory(robots["bravo"].directory, str(other), "bravo")
+    with pytest.raises(InvalidInputError, match="is a replica of the fleet at"):
+        replicate(str(other), replica)
+    stranger = tmp_path / "notes"
+    stranger.mkdir()
+    (stranger / "keep.txt").write_text("mine")
+    with pytest.raises(InvalidInputError, match="not a fleet replica"):
+        replicate(uri, stranger)
+    assert [p.name for p in stranger.iterdir()] == ["keep.txt"]
+
+    # The fleet is pushed anew at the same place: same push numbers, other rows.
+    shutil.rmtree(uri)
+    robots["charlie"].visit(_patrol(["bench"], 1.0))
+    for name, robot in robots.items():
+        push_memory(robot.directory, uri, name, frame=fleet["frames"][name])
+    report = replicate(uri, replica)
+    assert report.how == "rebuilt" and "not those the replica was built from" in report.reason
+    _same_as_whole(uri, replica, tmp_path, "anew")
+
+
+def test_the_cli_builds_then_updates_the_replica(fleet: dict[str, Any]) -> None:
+    uri, robots, root = fleet["uri"], fleet["robots"], fleet["root"]
+    replica = root / "replica"
+    first = subprocess.run(
+        [*CLI, "fleet", "replica", uri, str(replica)], capture_output=True, text=True
+    )
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith(f"fleet replica at {replica}: robots bravo (push 1)")
+    robots["bravo"].visit(_patrol(["crate"], 3.0))
+    push_memory(robots["bravo"].directory, uri, "bravo")
+    second = subprocess.run(
+        [*CLI, "fleet", "replica", uri, str(replica)], capture_output=True, text=True
+    )
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.startswith(f"fleet replica at {replica} updated: bravo push 1 -> 2")
+    assert "rows written: " in second.stdout
+    count = subprocess.run(
+        [*CLI, "cypher", str(replica), "MATCH (r:Robot {name: 'bravo'}) RETURN r.push AS push"],
+        capture_output=True,
+        text=True,
+    )
+    assert count.returncode == 0, count.stderr
+    assert "2" in count.stdout.splitlines()[-2]
+
+
+def test_an_update_while_a_reader_holds_the_replica_is_refused_and_changes_nothing(
+    fleet: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uri, robots, root = fleet["uri"], fleet["robots"], fleet["root"]
+    replica = root / "replica"
+    replicate(uri, replica)
+    robots["bravo"].visit(_patrol(["crate"], 3.0))
+    push_memory(robots["bravo"].directory, uri, "bravo")
+    marker = (replica / MARKER).read_text()
+    reader = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; "
+            "from emem_graph.storage.graph import GraphDB; "
+            f"g = GraphDB(Path({str(replica / GRAPH_FILE)!r}), read_only=True); "
+            "print('open', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert reader.stdout is not None and reader.stdout.readline().strip() == "open"
+        result = subprocess.run(
+            [*CLI, "fleet", "replica", uri, str(replica)], capture_output=True, text=True
+        )
+    finally:
+        reader.kill()
+        reader.wait()
+    assert result.returncode != 0
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "open" in result.stderr and "another process" in result.stderr
+    assert (replica / MARKER).read_text() == marker
+    monkeypatch.setattr(replica_update, "REBUILD_SHARE", 1.0)
+    assert replicate(uri, replica).how == "updated"  # not rebuilt: nothing was half-done
+    _same_as_whole(uri, replica, root, "after-reader")
