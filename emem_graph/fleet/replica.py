@@ -24,6 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from emem_graph.errors import InvalidInputError
 from emem_graph.explore.selection import NODE_TABLES, REL_ENDS
@@ -149,7 +150,7 @@ def build_replica(
     if robots is None:
         robots = FleetMemory(where).robots()
     manifests = {r: where.read_json(f"{robot_prefix(r)}/manifest.json") or {} for r in robots}
-    prints = {r: state_fingerprint(robot_state(where, r, p)) for r, p in robots.items()}
+    prints = {r: robot_state(where, r, p)[1] for r, p in robots.items()}
     tables = fleet_graph(where, robots)
     report = ReplicaReport(directory=str(target), robots=dict(robots))
     target.mkdir(parents=True)
@@ -162,25 +163,26 @@ def build_replica(
     return report
 
 
-def robot_state(where: FleetLocation, robot: str, push: int) -> pa.Table:
-    """(table, key, digest) of every row of ``robot``'s memory as of its push ``push``.
+def robot_state(where: FleetLocation, robot: str, push: int) -> tuple[pa.Table, str]:
+    """(table, key, digest) of every row of ``robot``'s memory as of its push ``push``, and a
+    fingerprint of that state (a digest of its file, written once when the push committed:
+    another fleet pushed at the same URI gives another one).
 
     Raises:
-        FleetStorageError: the push's state is missing (the fleet lost a file).
+        FleetStorageError: the push's state is missing or unreadable (the fleet lost a file).
     """
     if push == 0:
-        return pa.table({n: pa.array([], pa.string()) for n in ("table", "key", "digest")})
-    state = where.read_parquet(f"{robot_prefix(robot)}/state/{push:08d}.parquet")
-    if state is None:
+        names = ("table", "key", "digest")
+        return pa.table({n: pa.array([], pa.string()) for n in names}), ""
+    path = f"{robot_prefix(robot)}/state/{push:08d}.parquet"
+    data = where.read_bytes(path)
+    if data is None:
         raise FleetStorageError(f"{where}: the state of robot {robot}'s push {push} is missing")
-    return state
-
-
-def state_fingerprint(state: pa.Table) -> str:
-    """A digest of a robot's state: another fleet pushed at the same URI gives another one."""
-    h = hashlib.blake2b(digest_size=16)
-    h.update("\n".join(sorted(state.column("digest").to_pylist())).encode())
-    return h.hexdigest()
+    try:
+        state = pq.read_table(pa.BufferReader(data))
+    except (OSError, pa.ArrowException) as exc:
+        raise FleetStorageError(f"{where}/{path} is not a readable Parquet file") from exc
+    return state, hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def write_marker(

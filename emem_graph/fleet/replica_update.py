@@ -43,7 +43,6 @@ from emem_graph.fleet.replica import (
     build_replica,
     read_marker,
     robot_state,
-    state_fingerprint,
     write_marker,
 )
 from emem_graph.storage.graph import GraphDB
@@ -96,8 +95,9 @@ def update_replica(location: FleetLocation | str, directory: str | Path) -> Repl
     if behind:
         reason = f"robot {behind[0]}'s committed push is older than the replica's"
         return _rebuild(where, target, latest, reason)
-    old_states = {r: robot_state(where, r, p) for r, p in held.items()}
-    strange = sorted(r for r, state in old_states.items() if state_fingerprint(state) != prints[r])
+    old_read = {r: robot_state(where, r, p) for r, p in held.items()}
+    old_states = {r: state for r, (state, _) in old_read.items()}
+    strange = sorted(r for r, (_, fingerprint) in old_read.items() if fingerprint != prints[r])
     if strange:
         reason = f"robot {strange[0]}'s pushes are not those the replica was built from"
         return _rebuild(where, target, latest, reason)
@@ -105,7 +105,8 @@ def update_replica(location: FleetLocation | str, directory: str | Path) -> Repl
     moved = {r: p for r, p in latest.items() if p != held.get(r, 0)}
     if not moved:
         return report
-    new_states = {**old_states, **{r: robot_state(where, r, p) for r, p in moved.items()}}
+    new_read = {r: robot_state(where, r, p) for r, p in moved.items()}
+    new_states = {**old_states, **{r: state for r, (state, _) in new_read.items()}}
     plan = _plan(where, held, latest, old_states, new_states)
     total = sum(state.num_rows for state in new_states.values())
     if plan.size > REBUILD_SHARE * total:
@@ -118,7 +119,7 @@ def update_replica(location: FleetLocation | str, directory: str | Path) -> Repl
         counts = graph.table_counts()
     finally:
         graph.close()
-    prints.update({r: state_fingerprint(new_states[r]) for r in moved})
+    prints.update({r: fingerprint for r, (_, fingerprint) in new_read.items()})
     write_marker(target, where, latest, prints, "ready")
     report.how = "updated"
     report.nodes = {t: counts.get(t, 0) for t in NODE_TABLES if counts.get(t)}

@@ -4,8 +4,9 @@ embedded memory holding all of them.
 Each robot patrols its own floor (the patrol workload, its own seed) in its own map frame; the
 frames put the floors side by side in the fleet frame. Measured: each robot's first push
 (observations per second), all robots pushing at once (threads of this process), an
-incremental push of 1% more observations each, the bytes and objects at the location, and
-semantic_search p50 of the fleet (before and after its table is compacted) against one
+incremental push of 1% more observations each, the graph replica built whole, updated after
+that push and built whole again (fleet/replica_update.py), the bytes and objects at the
+location, and semantic_search p50 of the fleet (before and after its table is compacted) against one
 embedded memory of the same total size (same vectors, same queries, same embedder).
 ``--fleet-uri moto`` runs an S3-compatible server (moto) on loopback and also counts its HTTP
 requests.
@@ -30,6 +31,7 @@ from emem_graph.config import MemoryConfig
 from emem_graph.evals.bench.workload import FLOOR, QUERIES, PatrolWorkload, patrol_workload
 from emem_graph.fleet import FleetLocation, FleetMemory, Frame, push_memory
 from emem_graph.fleet.location import S3Settings
+from emem_graph.fleet.replica_update import replicate
 from emem_graph.fleet.shared_table import SharedTable
 from emem_graph.ingest.embeddings import HashingEmbedder
 from emem_graph.memory import SpatioTemporalMemory
@@ -83,6 +85,10 @@ def run_fleet_bench(
             figures["concurrent_push_s"] = time.monotonic() - started
             figures["concurrent_push_obs_per_s"] = (robots - 1) * n / figures["concurrent_push_s"]
         figures["requests_per_push"] = (requests() - before) / max(1, robots - 1) or None
+        started = time.monotonic()
+        replica = replicate(location, out / "replica")
+        figures["replica_build_s"] = time.monotonic() - started
+        figures["replica_rows"] = sum(replica.nodes.values()) + sum(replica.edges.values())
         extra = max(1, n // 100)
         _write(directories[0], [(work[robots].head(extra), Frame())], embedder, False, at=1e6)
         started = time.monotonic()
@@ -90,6 +96,14 @@ def run_fleet_bench(
         figures["incremental_push_s"] = time.monotonic() - started
         figures["incremental_rows"] = incremental.changed.get("Observation", 0)
         figures["first_push_rows"] = first.changed.get("Observation", 0)
+        started = time.monotonic()
+        update = replicate(location, out / "replica")
+        figures["replica_update_s"] = time.monotonic() - started
+        figures["replica_update_how"] = update.how
+        figures["replica_update_rows_written"] = sum(update.written.values())
+        started = time.monotonic()
+        replicate(location, out / "replica-whole")
+        figures["replica_rebuild_s"] = time.monotonic() - started
         figures["objects"], figures["bytes"] = location.usage()
         figures["bytes_per_observation"] = figures["bytes"] / (robots * n + extra)
 
