@@ -298,3 +298,64 @@ def test_an_update_while_a_reader_holds_the_replica_is_refused_and_changes_nothi
     monkeypatch.setattr(replica_update, "REBUILD_SHARE", 1.0)
     assert replicate(uri, replica).how == "updated"  # not rebuilt: nothing was half-done
     _same_as_whole(uri, replica, root, "after-reader")
+
+
+_KILLED_CHILD = """
+import contextlib, sys, time
+from emem_graph.fleet import replica_update
+from emem_graph.storage import graph
+
+uri, directory, at, where = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+seen = [0]
+plain = graph.GraphDB.write
+
+@contextlib.contextmanager
+def write(self):
+    with plain(self) as tx:
+        seen[0] += 1
+        if seen[0] == at and where == "begun":
+            print("stop", flush=True)
+            time.sleep(60)
+        yield tx
+        if seen[0] == at and where == "before commit":
+            print("stop", flush=True)
+            time.sleep(60)
+
+graph.GraphDB.write = write
+replica_update.REBUILD_SHARE = 1.0
+print(replica_update.replicate(uri, directory).how, flush=True)
+"""
+
+
+@pytest.mark.parametrize("where", ["begun", "before commit"])
+@pytest.mark.parametrize("at", [1, 2, 3, 5])
+def test_an_update_killed_in_any_transaction_is_repaired_by_the_next_one(
+    fleet: dict[str, Any], monkeypatch: pytest.MonkeyPatch, at: int, where: str
+) -> None:
+    uri, robots, root = fleet["uri"], fleet["robots"], fleet["root"]
+    replica = root / "replica"
+    replicate(uri, replica)
+    robots["bravo"].visit(_patrol(["crate", "barrel", "hose"], 3.0))
+    robots["bravo"].visit(_profile("work box", ["red toolbox"]))
+    robots["charlie"].visit(_consolidate)
+    for name in ("bravo", "charlie"):
+        push_memory(robots[name].directory, uri, name)
+    # A child updates row by row and is killed (SIGKILL) in its transaction number ``at``:
+    # just after it began, or with its statements run but not committed.
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_CHILD, uri, str(replica), str(at), where],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    said = child.stdout.readline().strip()
+    child.kill()
+    child.wait()
+    monkeypatch.setattr(replica_update, "REBUILD_SHARE", 1.0)
+    report = replicate(uri, replica)
+    if said == "updated":  # the update has fewer transactions than ``at``
+        assert report.how == "current"
+    else:
+        assert said == "stop"
+        assert (report.how, report.reason) == ("rebuilt", "an earlier update did not finish")
+    _same_as_whole(uri, replica, root, f"kill-{at}-{where}")
