@@ -29,7 +29,7 @@ from emem_graph.errors import InvalidInputError
 from emem_graph.fleet import FleetLocation, FleetMemory, Frame, push_memory
 from emem_graph.fleet.location import FleetStorageError
 from emem_graph.fleet.replica import build_replica
-from emem_graph.fleet.shared_table import SharedTable, record_schema
+from emem_graph.fleet.shared_table import SCALAR_INDEXES, SharedTable, record_schema
 from emem_graph.fleet.tools import FLEET_TOOLS
 
 moto_server = pytest.importorskip("moto.server")
@@ -709,6 +709,31 @@ def test_compacting_the_shared_table_changes_no_answer_and_pushes_go_on(
     assert [ask(fleet) for ask in asked[1:]] == before[1:]
 
 
+def test_the_shared_tables_scalar_indexes_change_no_answer(
+    robots: dict[str, tuple[Robot, Path]], tmp_path: Path
+) -> None:
+    """The filters of every tool (robot and push visibility, kind, x, y, t) answer the same
+    through the scalar indexes ``fleet compact`` builds as by a scan."""
+    uri = str(tmp_path / "fleet")
+    for robot, directory in robots.values():
+        push_memory(directory, uri, robot.name, frame=robot.frame)
+    fleet = _fleet(uri)
+    start = min(r.start for r, _ in robots.values())
+    asked = [
+        lambda f: f.temporal_query(time_after=start + 15, time_before=start + 125, n_results=50),
+        lambda f: f.spatial_query(4.0, 0.5, radius=3.0, n_results=50),
+        lambda f: f.semantic_search("a red toolbox", robot=["alpha", "charlie"]),
+        lambda f: f.locate("red toolbox"),
+        lambda f: f.entity_query(near_x=4.0, near_y=0.5, spatial_radius=2.0),
+    ]
+    before = [ask(fleet) for ask in asked]
+    assert not [a for a in before if not a or a.startswith("No ")], before
+    table = SharedTable(FleetLocation(uri))
+    assert table.index_columns(min_rows=1) == sorted(SCALAR_INDEXES)
+    fleet.refresh()
+    assert [ask(fleet) for ask in asked] == before
+
+
 def test_a_push_refuses_a_location_it_did_not_create_and_bad_names(
     robots: dict[str, tuple[Robot, Path]], tmp_path: Path
 ) -> None:
@@ -872,13 +897,18 @@ def test_compact_indexes_a_large_shared_table_and_searches_answer_as_a_scan(
     table.append(rows("alpha", 600))
     table.compact()
     assert table.indexed_rows() == 0  # under ANN_MIN_ROWS
+    assert table.index_columns() == []
     monkeypatch.setattr(module, "ANN_MIN_ROWS", 500)
     table.compact()
     assert table.indexed_rows() == 600
+    assert table.index_columns() == sorted(module.SCALAR_INDEXES)
     table.append(rows("bravo", 40))  # after the index
     recalls = []
     for robot in (None, "alpha", "bravo"):
-        predicate = "true" if robot is None else f"robot = '{robot}'"
+        # through the robot, push and kind indexes (the x, y and t ones: FleetMemory's tests)
+        predicate = "push <= 1 AND kind = 'observation'"
+        if robot is not None:
+            predicate += f" AND robot = '{robot}'"
         ids = [i for i in stored if robot is None or i.startswith(robot)]
         matrix = np.stack([stored[i] for i in ids]).astype(np.float64)
         matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)

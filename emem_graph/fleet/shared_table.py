@@ -50,6 +50,16 @@ TABLE = "fleet_records"
 ANN_MIN_ROWS = 50_000
 """Rows from which ``compact`` builds an ANN index on the vectors (IVF_SQ, as a robot's own
 memory does: storage/vectors.py); below it a search scans every row it passes."""
+SCALAR_INDEXES = {
+    "x": "BTREE",
+    "y": "BTREE",
+    "t": "BTREE",
+    "push": "BTREE",
+    "robot": "BITMAP",
+    "kind": "BITMAP",
+}
+"""The columns fleet searches filter on (robot and push: which rows are visible; kind, x, y,
+t: the tools' filters), indexed from ANN_MIN_ROWS rows as a robot's own table is."""
 ANN_NPROBES = 20
 """IVF partitions a search through the index probes (storage/vectors.py: ANN_NPROBES)."""
 ANN_REFINE = 2
@@ -279,7 +289,33 @@ class SharedTable:
         _retrying(table.optimize, self._latest)
         after = self.fragments()
         self.index_vectors()
+        self.index_columns()
         return before, after
+
+    def index_columns(self, min_rows: int | None = None) -> list[str]:
+        """Build the scalar indexes of the columns searches filter on (BTREE on x, y, t and
+        push; BITMAP on robot and kind), once the table holds ``min_rows`` rows
+        (ANN_MIN_ROWS), each the first time: ``compact``'s optimize brings them up to date
+        afterwards. Returns the columns indexed."""
+        table = self._open()
+        if table is None or self.count() < (ANN_MIN_ROWS if min_rows is None else min_rows):
+            return self._indexed_columns()
+        for column, kind in SCALAR_INDEXES.items():
+            if column not in self._indexed_columns():
+                _retrying(
+                    lambda column=column, kind=kind: table.create_scalar_index(
+                        column, index_type=kind, replace=True
+                    ),
+                    self._latest,
+                )
+        return self._indexed_columns()
+
+    def _indexed_columns(self) -> list[str]:
+        table = self._open()
+        if table is None:
+            return []
+        indices = _retrying(table.list_indices)
+        return sorted(c for i in indices for c in i.columns if c in SCALAR_INDEXES)
 
     def index_vectors(self, min_rows: int | None = None) -> int:
         """Build (or rebuild, when a tenth of the rows or more are not in it) the ANN index
