@@ -36,6 +36,7 @@ come back.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -300,15 +301,14 @@ class SharedTable:
         table = self._open()
         if table is None or self.count() < (ANN_MIN_ROWS if min_rows is None else min_rows):
             return self._indexed_columns()
-        for column, kind in SCALAR_INDEXES.items():
+        for column in SCALAR_INDEXES:
             if column not in self._indexed_columns():
-                _retrying(
-                    lambda column=column, kind=kind: table.create_scalar_index(
-                        column, index_type=kind, replace=True
-                    ),
-                    self._latest,
-                )
+                _retrying(functools.partial(self._index_column, table, column), self._latest)
         return self._indexed_columns()
+
+    @staticmethod
+    def _index_column(table: Any, column: str) -> None:
+        table.create_scalar_index(column, index_type=SCALAR_INDEXES[column], replace=True)
 
     def _indexed_columns(self) -> list[str]:
         table = self._open()
