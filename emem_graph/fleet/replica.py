@@ -215,8 +215,9 @@ def read_marker(target: Path) -> dict[str, Any]:
         marker = json.loads((target / MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise InvalidInputError(
-            f"{target} exists and is not a fleet replica (no readable {MARKER}): a replica is "
-            "built in a new directory, and nothing else is overwritten"
+            f"{target} exists and is not a fleet replica (no readable {MARKER}; a replica "
+            "built before replicas were updated has none either): give a new directory, "
+            "nothing else is overwritten"
         ) from exc
     if not isinstance(marker, dict) or marker.get("format") != MARKER_FORMAT:
         raise InvalidInputError(f"{target / MARKER} is not a fleet replica's marker")
