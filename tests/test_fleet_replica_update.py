@@ -209,6 +209,13 @@ def test_a_new_frame_or_a_cut_update_rebuilds_the_replica_whole(fleet: dict[str,
     assert (report.how, report.reason) == ("rebuilt", "an earlier update did not finish")
     _same_as_whole(uri, replica, root, "cut")
 
+    marker = json.loads((replica / MARKER).read_text())
+    marker["robots"]["bravo"] = {"push": "two"}  # a damaged marker, still the replica's
+    (replica / MARKER).write_text(json.dumps(marker))
+    report = replicate(uri, replica)
+    assert (report.how, report.reason) == ("rebuilt", f"its {MARKER} was damaged")
+    _same_as_whole(uri, replica, root, "damaged")
+
 
 def test_an_update_refuses_what_is_not_its_replica_and_rebuilds_for_a_new_fleet(
     fleet: dict[str, Any], tmp_path: Path

@@ -34,6 +34,7 @@ from emem_graph.explore.selection import NODE_TABLES, REL_ENDS
 from emem_graph.fleet.location import FleetLocation
 from emem_graph.fleet.push import pushed_tables, robot_prefix
 from emem_graph.fleet.replica import (
+    MARKER,
     REMEMBERED,
     ReplicaReport,
     _first_per_key,
@@ -87,8 +88,11 @@ def update_replica(location: FleetLocation | str, directory: str | Path) -> Repl
             "give that fleet, or build a new replica in a new directory"
         )
     latest = FleetMemory(where).robots()
-    held = {r: int(v["push"]) for r, v in marker["robots"].items()}
-    prints = {r: str(v["state"]) for r, v in marker["robots"].items()}
+    try:
+        held = {str(r): int(v["push"]) for r, v in marker["robots"].items()}
+        prints = {str(r): str(v["state"]) for r, v in marker["robots"].items()}
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return _rebuild(where, target, latest, f"its {MARKER} was damaged")
     if marker.get("state") != "ready":
         return _rebuild(where, target, latest, "an earlier update did not finish")
     behind = sorted(r for r, p in held.items() if latest.get(r, 0) < p)
