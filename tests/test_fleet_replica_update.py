@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import shutil
 import subprocess
 import sys
@@ -366,3 +367,48 @@ def test_an_update_killed_in_any_transaction_is_repaired_by_the_next_one(
         assert said == "stop"
         assert (report.how, report.reason) == ("rebuilt", "an earlier update did not finish")
     _same_as_whole(uri, replica, root, f"kill-{at}-{where}")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_rounds_of_writes_and_pushes_keep_the_replica_equal_to_a_whole_build(
+    fleet: dict[str, Any], monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """Differential: random rounds (robots seeing things, consolidating, adding and forgetting
+    user knowledge, a robot copied from another, pushes of some robots only) and after each an
+    update, compared with a replica built whole."""
+    rng = random.Random(seed)
+    uri, robots, root = fleet["uri"], fleet["robots"], fleet["root"]
+    monkeypatch.setattr(replica_update, "REBUILD_SHARE", 1.0)
+    replica = root / "replica"
+    replicate(uri, replica)
+    things = ["crate", "barrel", "hose", "drill", "kettle", "ladder", "mop", "bucket"]
+    aliases: dict[str, set[str]] = {"bravo": {"my toolbox"}, "charlie": {"my mug"}}
+    for round_number in range(6):
+        for name in sorted(robots):
+            robot = robots[name]
+            action = rng.choice(["see", "see", "profile", "forget", "consolidate", "rest"])
+            if action == "see":
+                chosen = rng.sample(things, rng.randint(1, 3))
+                robot.visit(_patrol(chosen, rng.uniform(-5.0, 5.0)))
+            elif action == "profile":
+                alias = rng.choice(["my toolbox", "work box", "my mug", "spare box"])
+                robot.visit(_profile(alias, rng.sample(["red toolbox", "blue mug", "crate"], 2)))
+                aliases.setdefault(name, set()).add(alias)
+            elif action == "forget" and aliases.get(name):
+                alias = sorted(aliases[name])[0]
+                robot.visit(_forget(alias))
+                aliases[name].discard(alias)
+            elif action == "consolidate":
+                robot.visit(_consolidate)
+        if round_number == 2:  # a new robot, copied from one that exists
+            source = rng.choice(sorted(robots))
+            copy = Robot(f"a{seed}", root / f"a{seed}", robots[source].now)
+            shutil.copytree(robots[source].directory, copy.directory)
+            robots[copy.name] = copy
+            aliases[copy.name] = set(aliases.get(source, set()))
+        for name in sorted(robots):
+            if rng.random() < 0.7:
+                push_memory(robots[name].directory, uri, name, frame=fleet["frames"].get(name))
+        report = replicate(uri, replica)
+        assert report.how in ("updated", "current"), report.describe()
+        _same_as_whole(uri, replica, root, f"{seed}-{round_number}")
