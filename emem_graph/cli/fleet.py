@@ -81,12 +81,14 @@ def add_fleet_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
 
     compact = groups.add_parser(
         "compact",
-        help="merge the fragments of the fleet's shared table and index its vectors (from one "
-        "place, e.g. nightly)",
+        help="merge the fragments of the fleet's shared table and index its vectors and filter "
+        "columns (from one place, e.g. nightly)",
         description="Merge the data fragments every push adds to the fleet's shared LanceDB "
         "table (LanceDB's optimize), so that a fleet query reads fewer objects, and once the "
         "table holds 50,000 rows build (or rebuild, when a tenth of the rows are outside it) "
-        "the ANN index of its vectors. Run it from one place; pushes may go on meanwhile "
+        "the ANN index of its vectors and, the first time, the scalar indexes of the columns "
+        "searches filter on (x, y, t, push, robot, kind). Run it from one place; pushes may go "
+        "on meanwhile "
         "(LanceDB retries a commit that lost a race). Files of older table versions stay for "
         "LanceDB's default retention.",
     )
@@ -170,6 +172,9 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     indexed = table.indexed_rows()
     if indexed:
         print(f"vector index over {indexed} of {table.count()} rows")
+    columns = table.index_columns()
+    if columns:
+        print(f"scalar indexes on {', '.join(columns)}")
     return 0
 
 
