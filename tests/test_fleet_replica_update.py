@@ -412,3 +412,19 @@ def test_random_rounds_of_writes_and_pushes_keep_the_replica_equal_to_a_whole_bu
         report = replicate(uri, replica)
         assert report.how in ("updated", "current"), report.describe()
         _same_as_whole(uri, replica, root, f"{seed}-{round_number}")
+
+
+def test_reading_a_location_nothing_was_pushed_to_refuses_and_creates_nothing(
+    tmp_path: Path,
+) -> None:
+    nowhere = tmp_path / "no-fleet"
+    with pytest.raises(InvalidInputError, match="holds no fleet"):
+        replicate(str(nowhere), tmp_path / "replica")
+    asked = subprocess.run(
+        [*CLI, "fleet", "ask", str(nowhere), "temporal_query", "{}", "--embedder", "hashing"],
+        capture_output=True,
+        text=True,
+    )
+    assert asked.returncode == 0, asked.stderr
+    assert asked.stdout.strip() == "No observations found."
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -22,6 +22,7 @@ from emem_graph.config import MemoryConfig
 from emem_graph.errors import InvalidInputError
 from emem_graph.fleet.entities import FleetEntity, Sighting, merge_entities
 from emem_graph.fleet.location import FleetLocation
+from emem_graph.fleet.push import MARKER as FLEET_MARKER
 from emem_graph.fleet.push import check_robot, robot_prefix
 from emem_graph.fleet.shared_table import SharedTable, sql_in, sql_text
 from emem_graph.fleet.tools import dispatch, fleet_tool_definitions
@@ -82,11 +83,14 @@ class FleetMemory:
     def refresh(self) -> None:
         """Read every robot's manifest and the shared table's latest version now."""
         manifests: dict[str, dict[str, Any]] = {}
-        for robot in self.location.names_under("robots"):
-            manifest = self.location.read_json(f"{robot_prefix(robot)}/manifest.json")
-            if manifest is not None and int(manifest.get("push", 0)) > 0:
-                manifests[robot] = manifest
-        self._table.refresh()
+        # A location no robot pushed to holds no fleet: nothing is read, and nothing made
+        # there (LanceDB's connect would create the vectors folder).
+        if self.location.exists(FLEET_MARKER):
+            for robot in self.location.names_under("robots"):
+                manifest = self.location.read_json(f"{robot_prefix(robot)}/manifest.json")
+                if manifest is not None and int(manifest.get("push", 0)) > 0:
+                    manifests[robot] = manifest
+            self._table.refresh()
         with self._lock:
             self._manifests = manifests
             self._read_at = time.monotonic()

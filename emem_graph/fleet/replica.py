@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from emem_graph.errors import InvalidInputError
 from emem_graph.explore.selection import NODE_TABLES, REL_ENDS
 from emem_graph.fleet.location import FleetLocation, FleetStorageError
+from emem_graph.fleet.push import MARKER as FLEET_MARKER
 from emem_graph.fleet.push import graph_folder, pushed_tables, robot_prefix
 from emem_graph.resources import read_cypher
 from emem_graph.storage.graph import GraphDB
@@ -146,6 +147,10 @@ def build_replica(
     if target.exists():
         raise InvalidInputError(
             f"{target} exists: a replica is built in a new directory (nothing is overwritten)"
+        )
+    if not where.exists(FLEET_MARKER):
+        raise InvalidInputError(
+            f"{where} holds no fleet (no {FLEET_MARKER}): push a robot's memory there first"
         )
     if robots is None:
         robots = FleetMemory(where).robots()

@@ -39,6 +39,7 @@ import contextlib
 import functools
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import lancedb
@@ -120,13 +121,28 @@ class SharedTable:
 
     def __init__(self, location: FleetLocation) -> None:
         self.location = location
-        self._db = _retrying(
-            lambda: lancedb.connect(location.lance_uri, storage_options=location.lance_options)
-        )
+        self._connection: Any = None
         self._table: Any = None
+
+    @property
+    def _db(self) -> Any:
+        # Connected at first use: on a local path LanceDB's connect creates the folder, and a
+        # reader of a location nothing was pushed to must leave it as it is.
+        if self._connection is None:
+            where = self.location
+            self._connection = _retrying(
+                lambda: lancedb.connect(where.lance_uri, storage_options=where.lance_options)
+            )
+        return self._connection
+
+    @_db.setter
+    def _db(self, connection: Any) -> None:
+        self._connection = connection
 
     def _open(self) -> Any:
         if self._table is None:
+            if not self.location.is_s3 and not Path(self.location.lance_uri).is_dir():
+                return None  # nothing pushed yet (and nothing to create by looking)
             try:
                 self._table = self._db.open_table(TABLE)
             except (ValueError, FileNotFoundError):
