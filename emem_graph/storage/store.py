@@ -59,6 +59,7 @@ from emem_graph.storage.records import (
     vector_row,
     vector_text,
 )
+from emem_graph.storage.release import release_free_memory
 from emem_graph.storage.sketch import VectorSketch
 from emem_graph.storage.vector_recovery import open_vectors, restore_vectors
 from emem_graph.storage.vectors import VectorRow
@@ -68,6 +69,15 @@ log = logging.getLogger(__name__)
 GRAPH_FILE = "graph.kuzu"
 VECTOR_DIR = "vectors"
 PENDING_DIR = "pending_vectors"
+DROP_PAGE_CACHE_ROWS = 250_000
+"""From this many observations, the open gives the graph engine's buffer pool back after reading
+them all for the observation index (GraphDB.drop_page_cache: ~310 MB at 1M; ~0.1 s)."""
+DROP_PAGE_CACHE_ROWS = 250_000
+"""From this many observations, the open gives the graph engine's buffer pool back after reading
+them all for the observation index (GraphDB.drop_page_cache: ~310 MB at 1M; ~0.1 s)."""
+RELEASE_EVERY_BATCHES = 1
+"""The vector loader at open returns freed memory to the system every this many batches (of
+vectors.SCAN_BATCH rows): the C library kept ~185 MB of the scan's batches at 1M otherwise."""
 _GET_QUERY = {"observation": "get_observations", "gist": "get_gists", "entity": "get_entities"}
 _NODE_TABLE = {"observation": "Observation", "gist": "Gist", "entity": "Entity"}
 
@@ -128,16 +138,24 @@ class MemoryStore:
         try:
             self.info = self.graph.ensure_schema({"embedding_dim": str(embedder.dim)})
             self.index = ObservationIndex()
-            self.index.load(self.graph.query_arrow("index_observations"))
+            observations = self.graph.query_arrow("index_observations")
+            if observations.num_rows >= DROP_PAGE_CACHE_ROWS:
+                # The pages the read brought into the engine's buffer pool are no use to later
+                # reads; given back before the index is built from the Arrow answer, so the
+                # two never add up (issue 23's 1M goal).
+                self.graph.drop_page_cache()
+            self.index.load(observations)
+            del observations
             # The Arrow read (~500 MB at 1M observations) is gone: its pages go back to the
-            # system, not kept by Arrow's allocator for reads that will not come (issue 23).
-            pa.default_memory_pool().release_unused()
+            # system, not kept by the allocators for reads that will not come.
+            release_free_memory()
             marked = read_only or self._mark.check(len(self.index))
             self.vectors, rebuilt = open_vectors(
                 self.root / VECTOR_DIR, config, embedder.dim, read_only=read_only
             )
             self.entities = EntityIndex()
             self._load_entities()
+            release_free_memory()  # what the vector table's open scans and the entities read
             if read_only and (reason := self.needs_recovery()) is not None:
                 raise RecoveryNeededError(
                     f"the memory {self.root} {reason}, which a read-only open cannot do: "
@@ -770,6 +788,7 @@ class MemoryStore:
         background: 4-5 s at 1M observations). Vectors the writer put meanwhile win."""
         sketch, exact = self.index.sketch, self._exact
         copies = [c for c in (sketch, exact) if c is not None]
+        batches_read = 0
         try:
             if copies:
                 with closing(self.vectors.scan_vectors("observation")) as batches:
@@ -796,7 +815,10 @@ class MemoryStore:
                         placed = self.index.rows_of(ids)
                         for copy in copies:
                             copy.put(placed, vectors, only_missing=True)
-                pa.default_memory_pool().release_unused()  # the scan's batches
+                        batches_read += 1
+                        if batches_read % RELEASE_EVERY_BATCHES == 0:
+                            release_free_memory()  # the scan's batches, as it goes
+                release_free_memory()
                 if sketch is not None:
                     self._sketch_loaded.set()
                 if exact is not None:
