@@ -137,3 +137,63 @@ def test_free_memory_is_given_back_through_the_c_library_on_linux() -> None:
         assert release._malloc_trim() is not None
     release.release_free_memory()  # and twice: nothing is held that could go wrong
     release.release_free_memory()
+
+
+_OPENER = """
+import sys, time
+from emem_graph import SpatioTemporalMemory
+from emem_graph.config import MemoryConfig
+from emem_graph.ingest.embeddings import HashingEmbedder
+from emem_graph.storage import store
+store.DROP_PAGE_CACHE_ROWS = 1
+print("LOADED", flush=True)
+sys.stdin.readline()
+while True:  # opens and closes until killed: every kill lands somewhere in an open or close
+    memory = SpatioTemporalMemory(
+        config=MemoryConfig(db_path=sys.argv[1], maintenance_interval=None),
+        embedding_provider=HashingEmbedder(384),
+    )
+    memory.close()
+"""
+
+
+@pytest.mark.slow
+def test_a_kill_during_opens_that_drop_the_page_cache_loses_nothing(
+    written: tuple[Path, SimClock],
+) -> None:
+    """SIGKILL at random moments of a loop of opens (each closing and reopening the graph
+    database after its index read) and closes: the memory opens after every kill with every
+    observation, and a search finds them."""
+    import os
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path, clock = written
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    for kill in range(6):
+        child = subprocess.Popen(
+            [sys.executable, "-c", _OPENER, str(path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
+        try:
+            assert child.stdout is not None and child.stdin is not None
+            assert child.stdout.readline().strip() == "LOADED"
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            time.sleep(0.2 + 1.5 * rng.random())
+            child.send_signal(signal.SIGKILL)
+        finally:
+            child.kill()
+            child.wait()
+        with _open(path, clock) as memory:
+            context = f"seed={seed}, kill {kill}"
+            assert len(memory.store.index) == 300, context
+            assert "red cup" in memory.semantic_search(query="red cup", n_results=3), context
