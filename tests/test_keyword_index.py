@@ -142,3 +142,40 @@ def test_document_frequency_kept_between_writes_equals_a_count(steps) -> None:
         for word in VOCABULARY:
             for term in terms(word):
                 assert index.document_frequency(term) == sum(term in t for t in live.values())
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(VOCABULARY), min_size=0, max_size=8).map(" ".join),
+        min_size=1,
+        max_size=40,
+    ),
+    query=st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=4).map(" ".join),
+    slice_rows=st.integers(1, 9),
+    memo_texts=st.integers(0, 5),
+)
+def test_a_catch_up_in_slices_sharing_a_memo_scores_as_one_add(
+    texts, query, slice_rows, memo_texts
+) -> None:
+    """The observation index catches its keyword index up in slices that share the texts'
+    term counts (ObservationIndex.keywords): the same scores as one add of every text, also
+    when the memo is full and later texts are counted again."""
+    expected = reference_bm25(texts, query)
+    index = KeywordIndex()
+    memo: dict[str, Counter[str]] = {}
+    kept = keyword_index.MEMO_TEXTS
+    keyword_index.MEMO_TEXTS = memo_texts
+    try:
+        for first in range(0, len(texts), slice_rows):
+            rows = range(first, min(len(texts), first + slice_rows))
+            index.add(rows, [texts[r] for r in rows], memo=memo)
+    finally:
+        keyword_index.MEMO_TEXTS = kept
+    assert len(memo) <= memo_texts
+    (found,) = bm25([index], terms(query))
+    assert set(found.rows.tolist()) == set(expected)
+    for row, score, covered in zip(found.rows, found.scores, found.coverage, strict=True):
+        want_score, want_coverage = expected[int(row)]
+        assert math.isclose(score, want_score, rel_tol=1e-5, abs_tol=1e-9)
+        assert math.isclose(covered, want_coverage, rel_tol=1e-9, abs_tol=1e-12)

@@ -532,3 +532,39 @@ def test_repeated_strings_are_held_once_and_read_back_alike() -> None:
         "a",
         None,
     ]
+
+
+def test_the_keyword_index_caught_up_in_slices_equals_one_built_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """keywords() catches up in slices of KEYWORD_BUILD_ROWS rows (bounded memory at 1M) and
+    gives the allocators' free pages back after a large catch-up: the same postings, lengths
+    and scores as an index given every text at once, also across appends between catch-ups."""
+    from emem_graph.storage import observation_index as module
+    from emem_graph.storage.keyword_index import KeywordIndex, bm25, terms
+
+    released: list[int] = []
+    monkeypatch.setattr(module, "KEYWORD_BUILD_ROWS", 7)
+    monkeypatch.setattr(module, "KEYWORD_RELEASE_ROWS", 45)
+    monkeypatch.setattr(module, "release_free_memory", lambda: released.append(1))
+    rng = np.random.default_rng(5)
+    observations = [_observation(i, float(i), rng) for i in range(90)]
+    words = ["red cup", "blue kettle on the shelf", "two cups", "a kettle boiling", "shelf"]
+    for i, o in enumerate(observations):
+        o.text = f"{words[i % 5]} {words[(i * 7) % 5]}" if i % 11 else ""
+    index = ObservationIndex()
+    index.append(observations[:50])
+    first = index.keywords()
+    assert released == [1]  # 50 rows caught up: at least KEYWORD_RELEASE_ROWS (45)
+    index.append(observations[50:])
+    caught_up = index.keywords()
+    assert first is caught_up and released == [1]  # 40 rows: fewer, nothing given back
+    whole = KeywordIndex()
+    whole.add(range(90), [o.text for o in observations])
+    for query in ("red cup", "kettle shelf", "two boiling cups", "nothing here"):
+        (got,) = bm25([caught_up], terms(query))
+        (want,) = bm25([whole], terms(query))
+        assert got.rows.tolist() == want.rows.tolist(), query
+        assert np.array_equal(got.scores, want.scores), query
+        assert np.array_equal(got.coverage, want.coverage), query
+    assert caught_up.docs == whole.docs and caught_up.total_length == whole.total_length

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,12 +33,17 @@ from emem_graph.models import AGENT_NOTE, INTEROCEPTION, Observation, Tier, trus
 from emem_graph.storage.cell_grid import CELL, CellGrid
 from emem_graph.storage.keyword_index import KeywordIndex
 from emem_graph.storage.records import metadata_of
+from emem_graph.storage.release import release_free_memory
 from emem_graph.storage.sketch import VectorSketch
 
 TIERS: tuple[Tier, ...] = ("working", "short_term", "long_term", "archived")
 _TIER_CODE: dict[str, int] = {tier: code for code, tier in enumerate(TIERS)}
 _ARCHIVED = _TIER_CODE["archived"]
 _INITIAL_CAPACITY = 1024
+KEYWORD_BUILD_ROWS = 1 << 18
+"""Rows the keyword index takes in one add() while it catches up (a first search after an open)."""
+KEYWORD_RELEASE_ROWS = 1 << 17
+"""A catch-up of at least this many rows gives the allocators' free pages back after it."""
 _GRID_SHARE = 0.25
 """An area read whose cells hold more than this share of all rows scans every row instead."""
 
@@ -243,10 +249,18 @@ class ObservationIndex:
         with self._keyword_lock:
             with self._lock:
                 start, end = self._keyword_rows, self._n
-                texts = self._texts[start:end]
-            if end > start:
-                self._keywords.add(range(start, end), texts)
-                self._keyword_rows = end
+            # In slices: a whole 1M-row build held a list of every row and text at once, and
+            # what it freed stayed with the allocators (~70 MB at 1M, issue 23's 1M goal).
+            memo: dict[str, Counter[str]] = {}
+            for first in range(start, end, KEYWORD_BUILD_ROWS):
+                last = min(end, first + KEYWORD_BUILD_ROWS)
+                with self._lock:
+                    texts = self._texts[first:last]
+                self._keywords.add(range(first, last), texts, memo=memo)
+                self._keyword_rows = last
+            del memo
+            if end - start >= KEYWORD_RELEASE_ROWS:
+                release_free_memory()
             return self._keywords
 
     def id_of(self, row: int) -> str:
