@@ -14,6 +14,13 @@ from emem_graph.storage import keyword_index
 from emem_graph.storage.keyword_index import K1, B, KeywordIndex, bm25, stem, terms
 
 VOCABULARY = ["cup", "cups", "red", "kettle", "boiling", "boiled", "shelf", "two", "2", "the"]
+QUERY = st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=4).map(" ".join)
+
+
+def texts_of(most: int) -> st.SearchStrategy[list[str]]:
+    """Lists of 1 to ``most`` texts of up to 8 vocabulary words."""
+    text = st.lists(st.sampled_from(VOCABULARY), min_size=0, max_size=8).map(" ".join)
+    return st.lists(text, min_size=1, max_size=most)
 
 
 def reference_bm25(texts: list[str], query: str) -> dict[int, tuple[float, float]]:
@@ -40,29 +47,26 @@ def reference_bm25(texts: list[str], query: str) -> dict[int, tuple[float, float
     return found
 
 
-@settings(max_examples=150, deadline=None)
-@given(
-    texts=st.lists(
-        st.lists(st.sampled_from(VOCABULARY), min_size=0, max_size=8).map(" ".join),
-        min_size=1,
-        max_size=25,
-    ),
-    query=st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=4).map(" ".join),
-    seed=st.integers(0, 1000),
-)
-def test_bm25_matches_the_definition_whatever_the_order_of_adding(texts, query, seed) -> None:
+def assert_scores_as_defined(index: KeywordIndex, texts: list[str], query: str) -> None:
+    """The index's BM25 rows, scores and coverage of ``query`` equal reference_bm25's."""
     expected = reference_bm25(texts, query)
-    order = np.random.default_rng(seed).permutation(len(texts))
-    index = KeywordIndex()
-    half = len(order) // 2
-    for chunk in (order[:half], order[half:]):  # added in two batches, shuffled
-        index.add([int(r) for r in chunk], [texts[int(r)] for r in chunk])
     (found,) = bm25([index], terms(query))
     assert set(found.rows.tolist()) == set(expected)
     for row, score, covered in zip(found.rows, found.scores, found.coverage, strict=True):
         want_score, want_coverage = expected[int(row)]
         assert math.isclose(score, want_score, rel_tol=1e-5, abs_tol=1e-9)
         assert math.isclose(covered, want_coverage, rel_tol=1e-9, abs_tol=1e-12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=texts_of(25), query=QUERY, seed=st.integers(0, 1000))
+def test_bm25_matches_the_definition_whatever_the_order_of_adding(texts, query, seed) -> None:
+    order = np.random.default_rng(seed).permutation(len(texts))
+    index = KeywordIndex()
+    half = len(order) // 2
+    for chunk in (order[:half], order[half:]):  # added in two batches, shuffled
+        index.add([int(r) for r in chunk], [texts[int(r)] for r in chunk])
+    assert_scores_as_defined(index, texts, query)
 
 
 def test_two_indexes_are_scored_as_one_collection_and_removed_rows_leave_it() -> None:
@@ -145,23 +149,13 @@ def test_document_frequency_kept_between_writes_equals_a_count(steps) -> None:
 
 
 @settings(max_examples=80, deadline=None)
-@given(
-    texts=st.lists(
-        st.lists(st.sampled_from(VOCABULARY), min_size=0, max_size=8).map(" ".join),
-        min_size=1,
-        max_size=40,
-    ),
-    query=st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=4).map(" ".join),
-    slice_rows=st.integers(1, 9),
-    memo_texts=st.integers(0, 5),
-)
+@given(texts=texts_of(40), query=QUERY, slice_rows=st.integers(1, 9), memo_texts=st.integers(0, 5))
 def test_a_catch_up_in_slices_sharing_a_memo_scores_as_one_add(
     texts, query, slice_rows, memo_texts
 ) -> None:
     """The observation index catches its keyword index up in slices that share the texts'
     term counts (ObservationIndex.keywords): the same scores as one add of every text, also
     when the memo is full and later texts are counted again."""
-    expected = reference_bm25(texts, query)
     index = KeywordIndex()
     memo: dict[str, Counter[str]] = {}
     kept = keyword_index.MEMO_TEXTS
@@ -173,9 +167,4 @@ def test_a_catch_up_in_slices_sharing_a_memo_scores_as_one_add(
     finally:
         keyword_index.MEMO_TEXTS = kept
     assert len(memo) <= memo_texts
-    (found,) = bm25([index], terms(query))
-    assert set(found.rows.tolist()) == set(expected)
-    for row, score, covered in zip(found.rows, found.scores, found.coverage, strict=True):
-        want_score, want_coverage = expected[int(row)]
-        assert math.isclose(score, want_score, rel_tol=1e-5, abs_tol=1e-9)
-        assert math.isclose(covered, want_coverage, rel_tol=1e-9, abs_tol=1e-12)
+    assert_scores_as_defined(index, texts, query)
