@@ -116,11 +116,15 @@ def test_writes_after_the_drop_are_kept_and_read_back_after_a_reopen(
 def test_a_read_only_open_drops_the_page_cache_too(
     written: tuple[Path, SimClock], counted_drops: list[Path]
 ) -> None:
+    from test_read_only_memory import fingerprint
+
     path, clock = written
+    before = fingerprint(path)
     with _open(path, clock, read_only=True) as memory:
         assert counted_drops == [path / store.GRAPH_FILE]
         assert "kettle" in memory.locate(concept="kettle")
         assert memory.store.graph.read_only
+    assert fingerprint(path) == before  # closing and reopening read-only wrote nothing
 
 
 def test_a_closed_graph_refuses_to_drop_its_cache(tmp_path: Path) -> None:
