@@ -214,3 +214,61 @@ def test_dispatch_never_raises_on_random_arguments(house, call):
     for value in arguments.values():
         if isinstance(value, float) and not math.isfinite(value) and out.startswith("Error"):
             assert "finite" in out or "argument" in out or "time" in out
+
+
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.floats(-2.0, 2.0),
+    st.sampled_from([math.nan, math.inf, -0.0]),
+    st.sampled_from(["newest", "oldest", "1", "2.5", "", "yesterday", "x" * 300]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    tool=st.sampled_from(TEN_TOOLS),
+    calls=st.lists(
+        st.dictionaries(
+            st.sampled_from(["n_results", "order", "last_n_minutes", "radius", "name", "x"]),
+            _SCALARS,
+            max_size=3,
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_kept_validations_answer_as_a_fresh_validation(tool, calls) -> None:
+    """validate_arguments keeps the result of an argument set it accepted: every later call
+    answers (values, or the same one-line error) as pydantic does from scratch, whatever came
+    before; True, 1 and 1.0 are told apart; a caller changing what it got changes nothing."""
+    from emem_graph.retrieval import schemas
+
+    def fresh(arguments: dict) -> object:
+        given = {k: v for k, v in arguments.items() if v is not None}
+        try:
+            schemas.check_tool_arguments(tool, arguments)
+            return dict(schemas.arguments_model(tool).model_validate(given))
+        except schemas.ValidationError as exc:
+            return schemas._describe(tool, exc)
+        except InvalidInputError as exc:
+            return str(exc)
+
+    for arguments in [*calls, *calls]:  # every set twice: the second may come from the cache
+        try:
+            got: object = schemas.validate_arguments(tool, arguments)
+        except schemas.ToolArgumentError as exc:
+            got = str(exc)
+        assert got == fresh(arguments), arguments
+        if isinstance(got, dict):
+            got.clear()  # the caller's copy
+
+
+def test_a_kept_validation_keeps_true_apart_from_one() -> None:
+    from emem_graph.retrieval.schemas import ToolArgumentError, validate_arguments
+
+    assert validate_arguments("temporal_query", {"n_results": 1})["n_results"] == 1
+    with pytest.raises(ToolArgumentError, match="not a boolean"):
+        validate_arguments("temporal_query", {"n_results": True})
+    assert validate_arguments("temporal_query", {"n_results": 1.0})["n_results"] == 1

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 from fake_ollama import FakeOllamaServer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sim_clock import SimClock
 from test_llm_ollama import extraction_answer
 
@@ -334,3 +336,24 @@ def test_demo_directory_answers_repeat_no_line(tmp_path: Path, minilm: Any) -> N
     assert len(answers) == len(demo_questions())
     for header, answer in answers.items():  # the capabilities' tools too
         assert repeated(answer) == [], (header, answer)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.one_of(
+        st.text(alphabet=" .Aa\tb\nC", max_size=40),
+        st.text(alphabet=" .Ab", min_size=250, max_size=300),
+    )
+)
+def test_the_line_key_of_a_text_is_the_same_kept_or_not(text: str) -> None:
+    """formatting.text_key keeps the keys of short texts: the same key as computed afresh,
+    first and second time, short or long (a long text is never kept)."""
+    from emem_graph.retrieval import formatting
+
+    want = " ".join(text.split()).lower().rstrip(".")
+    before = formatting._cached_text_key.cache_info()
+    assert formatting.text_key(text) == want
+    assert formatting.text_key(text) == want
+    after = formatting._cached_text_key.cache_info()
+    looked_up = (after.hits + after.misses) - (before.hits + before.misses)
+    assert looked_up == (0 if len(text) > formatting.CACHED_KEY_CHARS else 2)

@@ -189,8 +189,20 @@ def format_by_layer(observations: list[Observation], *, with_coordinates: bool) 
 
 
 def text_key(text: str) -> str:
-    """What makes two texts the same line: case, spacing and a final full stop ignored."""
+    """What makes two texts the same line: case, spacing and a final full stop ignored. Kept
+    for texts of up to CACHED_KEY_CHARS characters (the tools' answers repeat their records'
+    texts call after call; a long text is not kept, so none can fill the cache with bulk)."""
+    if len(text) > CACHED_KEY_CHARS:
+        return _text_key(text)
+    return _cached_text_key(text)
+
+
+def _text_key(text: str) -> str:
     return " ".join(text.split()).lower().rstrip(".")
+
+
+CACHED_KEY_CHARS = 256
+_cached_text_key = functools.lru_cache(maxsize=1 << 14)(_text_key)
 
 
 def times_suffix(count: int, start: float | None = None, end: float | None = None) -> str:
