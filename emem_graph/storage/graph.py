@@ -213,6 +213,16 @@ READ_ONLY_REFUSAL = "read-only database"
 operations in a read-only database!")."""
 
 
+def _damaged_values(path: Path | None, what: str, exc: Exception) -> DamagedMemoryError:
+    """The error for values the graph engine read back damaged (text that is not UTF-8)."""
+    where = "the graph database" if path is None else f"graph database {path}"
+    detail = " ".join(str(exc).split())[:200]
+    return DamagedMemoryError(
+        f"{what}: {where} holds damaged values ({type(exc).__name__}: {detail}); restore the "
+        "memory's directory from a backup"
+    )
+
+
 def engine_error(what: str, exc: Exception) -> StorageError:
     """The emem_graph error for an engine error: ReadOnlyMemoryError when Kuzu refused a write
     because the database is open read-only, else a StorageError."""
@@ -527,7 +537,7 @@ class GraphDB:
             raise engine_error(f"graph query {name} failed", exc) from exc
         results = result if isinstance(result, list) else [result]
         try:
-            return results[-1].get_as_arrow()
+            return self._valid(results[-1].get_as_arrow(), f"graph query {name}")
         finally:
             for each in results:
                 each.close()
@@ -673,11 +683,25 @@ class GraphDB:
             raise engine_error("graph query failed", exc) from exc
         results = result if isinstance(result, list) else [result]
         try:
-            table: pa.Table = results[-1].get_as_arrow()
-            return table
+            return self._valid(results[-1].get_as_arrow(), "graph query")
         finally:
             for each in results:
                 each.close()
+
+    def _valid(self, table: pa.Table, what: str) -> pa.Table:
+        """``table`` once its every value is checked (text must be UTF-8): the engine hands on
+        what its pages hold, and a bit flipped inside a stored text reached the caller as a
+        UnicodeDecodeError from Arrow (found by tests/reliability/test_damage.py's random flips:
+        a raw error at open). ~50 ms for the observation index at 1M observations.
+
+        Raises:
+            DamagedMemoryError: the graph file holds damaged values.
+        """
+        try:
+            table.validate(full=True)
+        except pa.ArrowInvalid as exc:
+            raise _damaged_values(self.path, what, exc) from exc
+        return table
 
     # --- writes --------------------------------------------------------------------------------
 
@@ -747,8 +771,12 @@ class GraphDB:
             raise engine_error("graph query failed", exc) from exc
         results = result if isinstance(result, list) else [result]
         last = results[-1]
-        names = last.get_column_names()
-        rows = [dict(zip(names, row, strict=True)) for row in last.get_all()]
-        for each in results:
-            each.close()
+        try:
+            names = last.get_column_names()
+            rows = [dict(zip(names, row, strict=True)) for row in last.get_all()]
+        except UnicodeDecodeError as exc:  # a damaged text (see _valid)
+            raise _damaged_values(None, "graph query", exc) from exc
+        finally:
+            for each in results:
+                each.close()
         return rows

@@ -373,6 +373,32 @@ def test_a_vector_row_whose_id_was_damaged_is_found_at_open_and_its_node_reindex
     assert read_health(memory)["vector_rebuilds"] == 1
 
 
+@pytest.mark.parametrize("marker_at", [0, 5, 30])
+def test_a_graph_text_damaged_into_invalid_utf8_is_refused_in_one_line(
+    tmp_path: Path, marker_at: int
+) -> None:
+    """A bit flipped inside a stored text can leave bytes that are not UTF-8 (found by the
+    random flips in CI: Arrow's UnicodeDecodeError escaped the open raw). The open refuses it
+    with one DamagedMemoryError line; so do the graph-only surfaces (stats, the explore
+    graph), never a raw error."""
+    memory = tmp_path / "mem"
+    marker = "a zebra-striped umbrella that marks this text for the damage test"
+    with _open(memory) as mem:
+        mem.add(marker, 1.0, 2.0)
+        mem.add("a plain cup on the table", 1.5, 2.0)
+    graph = memory / "graph.kuzu"
+    raw = bytearray(graph.read_bytes())
+    at = raw.find(marker.encode())
+    assert at >= 0 and raw.count(marker.encode()) == 1, "the text is not stored as is"
+    raw[at + marker_at] = 0xB5  # a continuation byte where none may stand
+    graph.write_bytes(bytes(raw))
+    with pytest.raises(DamagedMemoryError) as refused:
+        _open(memory)
+    message = str(refused.value)
+    assert "\n" not in message and "damaged values" in message and "backup" in message
+    _read_only_reads(memory)
+
+
 def test_random_byte_flips(seeds: dict[str, Path], tmp_path: Path, scale) -> None:
     """Bytes flipped at random places of random files: never a raw exception, never a silent
     loss (CI: 10 flips; --long: 100)."""
