@@ -223,6 +223,18 @@ def _damaged_values(path: Path | None, what: str, exc: Exception) -> DamagedMemo
     )
 
 
+def _arrow_of(result: Any, name: str) -> pa.Table:
+    """A query result's rows as one Arrow table; the engine failing while it hands them over
+    (damaged pages) is a StorageError, as a failing statement is."""
+    try:
+        table: pa.Table = result.get_as_arrow()
+    except UnicodeDecodeError as exc:
+        raise _damaged_values(None, f"graph query {name}", exc) from exc
+    except ENGINE_ERRORS as exc:
+        raise engine_error(f"graph query {name} failed reading its rows", exc) from exc
+    return table
+
+
 def engine_error(what: str, exc: Exception) -> StorageError:
     """The emem_graph error for an engine error: ReadOnlyMemoryError when Kuzu refused a write
     because the database is open read-only, else a StorageError."""
@@ -537,7 +549,7 @@ class GraphDB:
             raise engine_error(f"graph query {name} failed", exc) from exc
         results = result if isinstance(result, list) else [result]
         try:
-            return self._valid(results[-1].get_as_arrow(), f"graph query {name}")
+            return self._valid(_arrow_of(results[-1], name), f"graph query {name}")
         finally:
             for each in results:
                 each.close()
@@ -683,7 +695,7 @@ class GraphDB:
             raise engine_error("graph query failed", exc) from exc
         results = result if isinstance(result, list) else [result]
         try:
-            return self._valid(results[-1].get_as_arrow(), "graph query")
+            return self._valid(_arrow_of(results[-1], "given"), "graph query")
         finally:
             for each in results:
                 each.close()
@@ -776,6 +788,8 @@ class GraphDB:
             rows = [dict(zip(names, row, strict=True)) for row in last.get_all()]
         except UnicodeDecodeError as exc:  # a damaged text (see _valid)
             raise _damaged_values(None, "graph query", exc) from exc
+        except ENGINE_ERRORS as exc:  # the engine failing while it hands the rows over
+            raise engine_error("graph query failed reading its rows", exc) from exc
         finally:
             for each in results:
                 each.close()
