@@ -55,7 +55,10 @@ def written(tmp_path: Path) -> Iterator[tuple[Path, SimClock]]:
             thing = THINGS[i % len(THINGS)]
             memory.add(f"{thing} seen near shelf {i % 7}", x=float(i % 9), y=float(i % 4))
         memory.flush()
+        memory.extract_entities()  # nothing left for a later session's background work
     clock.now = START + 1600.0
+    with _open(path, clock):
+        pass  # a first session settles what an open does once (the map's catch-up, ...)
     yield path, clock
 
 
