@@ -825,3 +825,31 @@ def test_formatters_note_records_only_inside_a_collector() -> None:
     assert records == [first, gist]
     assert inner == [gist]
     assert noted([first]) == [first]  # outside: nothing to note into, no error
+
+
+def test_a_widened_semantic_search_notes_only_the_records_it_shows(
+    make_memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """semantic_search asks for 3n hits when n hits collapse into fewer lines; the records
+    behind its text (the bridge's result_json) are those of the lines shown, not those of the
+    narrower search it set aside (the ROS suite saw 11 records behind 10 lines)."""
+    from emem_graph.retrieval.search import HybridSearch, Scored
+
+    def obs(i: int, text: str) -> Observation:
+        return Observation(id=f"o{i:02d}", text=text, x=1.0, y=1.0, timestamp=float(i))
+
+    narrow = [obs(i, "a red plant by the door") for i in range(3)] + [obs(50, "a blue vase")]
+    wide = [obs(i, "a red plant by the door") for i in range(3)] + [
+        obs(60 + i, f"a green thing {i}") for i in range(8)
+    ]
+
+    def answer(self, request, n, where):  # the hits of the narrow and of the wide search
+        return [Scored(r, 1.0 - k / 100) for k, r in enumerate(narrow if n == 4 else wide)]
+
+    monkeypatch.setattr(HybridSearch, "search_request", answer)
+    memory = make_memory(embedder=None, maintenance_interval=None)
+    with collect_records() as records:
+        text = memory.semantic_search("red plant", n_results=4)
+    lines = [line for line in text.splitlines() if line[:1].isdigit()]
+    assert len(lines) == 4 and "blue vase" not in text
+    assert [r.id for r in records] == ["o00", "o60", "o61", "o62"]

@@ -19,6 +19,7 @@ from emem_graph.models import AGENT_NOTE, STAY_RADIUS, Entity, Gist, Observation
 from emem_graph.retrieval import history, lookups
 from emem_graph.retrieval.dispatch import dispatch_tool_call, tool_method
 from emem_graph.retrieval.formatting import (
+    collapse_records,
     format_body_status,
     format_by_layer,
     format_collapsed,
@@ -179,12 +180,15 @@ class RetrievalTools:
         hits = self._search.search_request(query, n_results, where)
         if not hits:
             return "No results found."
-        lines = format_collapsed(hit.record for hit in hits)
-        if len(lines) < n_results and len(hits) == n_results:
+        records = [hit.record for hit in hits]
+        if len(collapse_records(records)) < n_results and len(hits) == n_results:
             # Records of one text at one place share a line: ask for more to answer n lines.
+            # (Counted before formatting: a formatted pass notes its records for the caller's
+            # structured result, and a discarded one had left them there: 11 records behind
+            # 10 lines, seen by the ROS bridge's test.)
             hits = self._search.search_request(query, 3 * n_results, where)
-            lines = format_collapsed((hit.record for hit in hits), n_results)
-        return numbered(lines)
+            records = [hit.record for hit in hits]
+        return numbered(format_collapsed(records, n_results))
 
     @tool_method
     def spatial_query(
