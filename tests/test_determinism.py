@@ -110,3 +110,28 @@ def test_a_dense_score_is_the_same_bits_whichever_path_searched(make_memory, has
     assert [(h.id, h.score) for h in store.vector_hits(query, 10, where)] == [
         (h.id, h.score) for h in lance_area
     ]
+
+
+def test_a_robot_repeating_itself_is_answered_alike_on_either_path(make_memory, hashing) -> None:
+    """Equal texts have equal vectors: a group of tied scores can reach past the rows a
+    rescored LanceDB search reads beyond n, and LanceDB chose which of them came back, so
+    locate placed a kettle 4 m apart depending on whether the exact copy had loaded (the kuzu
+    CI step). Both paths now cut a tie group by id over all of it."""
+    memory = make_memory("repeats", embedder=hashing, maintenance_interval=None)
+    things = ("red cup", "blue kettle", "green chair", "silver toaster", "yellow umbrella")
+    for i in range(300):
+        text = f"{things[i % 5]} seen near shelf {i % 7}"
+        memory.add(text, float(i % 9), float(i % 4), timestamp=1000.0 + 5 * i)
+    memory.flush()
+    store = memory.store
+    assert store._exact_loaded.wait(60)
+    in_process = {q: memory.locate(concept=q) for q in ("kettle", "cup", "umbrella")}
+    hits = store.vector_hits(memory.embed(["kettle"])[0], 10)
+    store._exact_loaded.clear()  # as right after an open: LanceDB answers
+    try:
+        assert {q: memory.locate(concept=q) for q in in_process} == in_process
+        lance = store.vector_hits(memory.embed(["kettle"])[0], 10)
+    finally:
+        store._exact_loaded.set()
+    assert [(h.id, h.score) for h in lance] == [(h.id, h.score) for h in hits]
+    assert "blue kettle" in in_process["kettle"]

@@ -742,3 +742,27 @@ def test_vectors_are_stored_as_float16_and_a_float32_table_keeps_its_type(tmp_pa
     assert full.vectors_of(["o15"])["o15"].tolist() == vectors[15].tolist()
     with pytest.raises(InvalidInputError, match="vector_dtype"):
         VectorStore(tmp_path / "bad", DIM, vector_dtype="int8")
+
+
+@pytest.mark.parametrize("where", [None, VectorFilter(layers=["default"])])
+def test_a_rescored_search_cuts_a_tie_group_by_id_however_far_it_reaches(
+    tmp_path: Path, where: VectorFilter | None
+) -> None:
+    """A rescored search (a small memory's exact copy still loading) must cut at n as the
+    in-process search does: among rows of equal score, the smallest ids. A robot repeats
+    itself ("blue kettle seen near shelf 5" nine times), so a tie group can reach past the
+    rows read beyond n; LanceDB picks which of them it returns, and the cut moved between two
+    opens of one memory (the kuzu CI step saw locate place a kettle 4 m apart)."""
+    rng = np.random.default_rng(31)
+    best, second = unit_vectors(rng, 2)
+    store = VectorStore(tmp_path / "v", DIM)
+    # Five rows of the best vector, then 40 of the second whose ids fall as they are added:
+    # the smallest ids of the tie group are the last rows LanceDB reads.
+    rows = [make_row(900 + i, best) for i in range(5)]
+    rows += [make_row(800 - i, second) for i in range(40)]
+    store.add(rows)
+    query = best + 0.5 * second
+    found = [hit.id for hit in store.search(query, 10, where, rescore=True)]
+    tied = sorted(f"o{800 - i}" for i in range(40))
+    assert found == [f"o{900 + i}" for i in range(5)] + tied[:5]
+    assert [hit.id for hit in store.search(query, 10, where)][:5] == found[:5]

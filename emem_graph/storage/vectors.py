@@ -78,6 +78,9 @@ FULL_SCAN_BATCH = 16_384
 RESCORE_MARGIN = 8
 """Rows a vector search reads past the n it answers: they are scored again in process and cut
 to n there, so the n-th place is decided by the same arithmetic on every path."""
+RESCORE_TIE = 1e-6
+"""LanceDB distances this close to the n-th are a tie for the rescored search's cut: rows of
+equal vectors differ in LanceDB's arithmetic by no more than its last bits."""
 OVERSAMPLE_MARGIN = 10
 """An exclusions-only search reads n + n/4 + this many rows unfiltered (VectorStore._excluding);
 each extra row costs a refine read of its full vector."""
@@ -425,9 +428,12 @@ class VectorStore:
         with self._lock.reading():
             try:
                 if rescore:
-                    fetched = n + max(RESCORE_MARGIN, n // 4)
                     columns = ["id", "kind", "_distance", "vector"]
+                    fetched = n + max(RESCORE_MARGIN, n // 4)
                     rows = self._narrowed(where, fetched, run, columns)
+                    while len(rows) >= fetched and _tie_reaches_the_end(rows, n):
+                        fetched *= 2  # a tie group past the rows read: read until it ends
+                        rows = self._narrowed(where, fetched, run, columns)
                 else:
                     rows = self._narrowed(where, n, run, ["id", "kind", "_distance"])
             except InvalidInputError:
@@ -1030,3 +1036,13 @@ def _stored_vectors(table: pa.Table, dim: int) -> np.ndarray:
     numbers = table.column("vector").combine_chunks().flatten()
     matrix: np.ndarray = numbers.to_numpy(zero_copy_only=False).astype(np.float32)
     return matrix.reshape(-1, dim)
+
+
+def _tie_reaches_the_end(rows: list[dict[str, Any]], n: int) -> bool:
+    """Whether the last row a rescored search read ties with its n-th: LanceDB chose which
+    rows of that tie group it returned, so the cut by id needs all of them (the group's rows
+    have equal vectors; RESCORE_TIE allows for LanceDB's last bits)."""
+    if len(rows) <= n:
+        return False
+    distances = sorted(float(r["_distance"]) for r in rows)
+    return distances[-1] - distances[n - 1] <= RESCORE_TIE if n > 0 else False
