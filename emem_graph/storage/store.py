@@ -72,9 +72,6 @@ PENDING_DIR = "pending_vectors"
 DROP_PAGE_CACHE_ROWS = 250_000
 """From this many observations, the open gives the graph engine's buffer pool back after reading
 them all for the observation index (GraphDB.drop_page_cache: ~310 MB at 1M; ~0.1 s)."""
-DROP_PAGE_CACHE_ROWS = 250_000
-"""From this many observations, the open gives the graph engine's buffer pool back after reading
-them all for the observation index (GraphDB.drop_page_cache: ~310 MB at 1M; ~0.1 s)."""
 RELEASE_EVERY_BATCHES = 1
 """The vector loader at open returns freed memory to the system every this many batches (of
 vectors.SCAN_BATCH rows): the C library kept ~185 MB of the scan's batches at 1M otherwise."""
