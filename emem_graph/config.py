@@ -36,7 +36,7 @@ EMEM_IGNORED_FIELDS: dict[str, str] = {
 }
 """Fields of eMEM's SpatioTemporalMemoryConfig accepted (so an eMEM or EmbodiedAgents config
 loads unchanged) but without effect here, each with the reason. Vector search is exact up to
-ann_index_min_rows rows, then an IVF_SQ index re-ranked exactly (see those fields)."""
+ann_index_min_rows rows, then an IVF_RQ index re-ranked exactly (see those fields)."""
 
 EMEM_RENAMED_FIELDS: dict[str, str] = {"entity_extract_chunk_size": "llm_extract_batch_size"}
 """eMEM field -> the emem_graph field it sets (when that one is not given itself)."""
@@ -145,8 +145,8 @@ class MemoryConfig(BaseModel):
     their vectors: 4 x dim bytes each, 77 MB at 50k of 384 dimensions); a larger memory is
     searched through LanceDB's ANN index. 0: always LanceDB."""
     ann_index_min_rows: int = Field(50_000, gt=0)
-    """Vector rows from which an ANN index (IVF_SQ: k-means partitions of 8-bit quantised
-    vectors, re-ranked with the stored ones) is built for unfiltered search."""
+    """Vector rows from which an ANN index (IVF_RQ: k-means partitions of vectors
+    quantised to 4 bits a dimension after a random rotation, re-ranked with the stored ones) is built for unfiltered search."""
     ann_reindex_growth: float = Field(1.0, gt=0.0)
     """Rebuild (retrain) the ANN index when the table has grown by more than this fraction since
     the last build; rows added in between are folded into the index at each compaction. 1.0

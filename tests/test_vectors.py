@@ -537,10 +537,11 @@ def test_delete_upsert_existing_ids(tmp_path: Path) -> None:
 
 
 def test_the_ann_index_finds_the_exact_neighbours(tmp_path: Path) -> None:
-    """Unfiltered searches through the IVF_SQ index (ANN_NPROBES partitions probed, the best
-    ANN_REFINE x n re-ranked with the stored vectors) against exact NumPy search, on clustered
-    vectors (sentence embeddings cluster by topic): recall@10 of at least 0.95, and the
-    scores the index returns are the exact cosine similarities of the rows it returns."""
+    """Unfiltered searches through the IVF_RQ index (ANN_BITS bits a dimension, ANN_NPROBES
+    partitions probed, the best ANN_REFINE x n re-ranked with the stored vectors) against exact
+    NumPy search, on clustered vectors (sentence embeddings cluster by topic): recall@10 of at
+    least 0.95, and the scores the index returns are the exact cosine similarities of the rows
+    it returns."""
     rng = np.random.default_rng(31)
     count, topics = 20_000, 200
     centres = unit_vectors(rng, topics)
@@ -552,6 +553,9 @@ def test_the_ann_index_finds_the_exact_neighbours(tmp_path: Path) -> None:
     store.add([make_row(i, vectors[i]) for i in range(count)])
     store.compact()
     assert store.stats()["ann_indexed_rows"] == count
+    (index,) = [i for i in store._table.list_indices() if tuple(i.columns) == ("vector",)]
+    compression = index.index_details["compression"]
+    assert (compression["type"], compression["num_bits"]) == ("rq", vectors_module.ANN_BITS)
     stored = vectors.astype(np.float16).astype(np.float32)  # what the table holds
     stored /= np.linalg.norm(stored, axis=1, keepdims=True)
     recalls = []

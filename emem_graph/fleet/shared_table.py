@@ -47,10 +47,11 @@ import numpy as np
 import pyarrow as pa
 
 from emem_graph.fleet.location import FleetLocation, FleetStorageError
+from emem_graph.storage.vectors import ann_index_config
 
 TABLE = "fleet_records"
 ANN_MIN_ROWS = 50_000
-"""Rows from which ``compact`` builds an ANN index on the vectors (IVF_SQ, as a robot's own
+"""Rows from which ``compact`` builds an ANN index on the vectors (IVF_RQ, as a robot's own
 memory does: storage/vectors.py); below it a search scans every row it passes."""
 SCALAR_INDEXES = {
     "x": "BTREE",
@@ -345,14 +346,10 @@ class SharedTable:
         covered = self.indexed_rows()
         if rows < (ANN_MIN_ROWS if min_rows is None else min_rows) or covered * 10 >= rows * 9:
             return covered
-        from lancedb.index import IvfSq
-
         # With a config, LanceDB 0.40 reads the first argument as the column (see
         # storage/vectors.py).
         _retrying(
-            lambda: table.create_index(
-                "vector", config=IvfSq(distance_type="cosine"), replace=True
-            ),
+            lambda: table.create_index("vector", config=ann_index_config(), replace=True),
             self._latest,
         )
         return self.indexed_rows()
