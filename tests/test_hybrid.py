@@ -261,3 +261,79 @@ def test_strong_hits_cut_relative_to_the_best_and_weights_favour_it():
     assert 0.0 < estimate.x < 1.0  # pulled towards the best hit
     assert estimate.radius >= 1.0
     assert estimate_location([]) is None
+
+
+def _keyword_hits_reference(store, query_terms, n, where):
+    """keyword_hits as it was before its cuts: every tied observation and every matching gist
+    and entity made a hit, all sorted by (score, id), cut at n."""
+    from emem_graph.storage.keyword_index import KeywordHit, bm25
+    from emem_graph.storage.store import _best
+
+    others, listed = store.vectors.keyword_others()
+    wanted = where is None or where.kinds is None or "observation" in where.kinds
+    observed, other = bm25([store.index.keywords(), others], query_terms, (wanted, True))
+    hits = []
+    if observed.rows.shape[0]:
+        keep = np.flatnonzero(store.index.admitted(observed.rows, where))
+        for at in keep[_best(observed.scores[keep], n)].tolist():
+            hits.append(
+                KeywordHit(
+                    store.index.id_of(int(observed.rows[at])),
+                    "observation",
+                    float(observed.scores[at]),
+                    float(observed.coverage[at]),
+                )
+            )
+    kinds = None if where is None else where.kinds
+    for at, row in enumerate(other.rows.tolist()):
+        found = listed[row]
+        if kinds is not None and found.kind not in kinds:
+            continue
+        if where is None or where.admits_row(found):
+            hits.append(
+                KeywordHit(found.id, found.kind, float(other.scores[at]), float(other.coverage[at]))
+            )
+    hits.sort(key=lambda hit: (-hit.score, hit.id))
+    return hits[:n]
+
+
+def test_keyword_hits_cut_tie_groups_as_sorting_every_match_did(make_memory, hashing):
+    """keyword_hits reads the ids of only the observations tied at the n-th place, and asks
+    the filter about gists and entities only until n have passed it: on a memory that repeats
+    itself (tie groups far larger than n) with gists and entities matching too, every cut
+    equals the one made by sorting every match (the code before the cuts)."""
+    rng = np.random.default_rng(5)
+    memory = make_memory("ties", embedder=hashing, **QUIET)
+    things = ["red chair", "blue chair", "red cup", "green door", "red box"]
+    for i in range(900):
+        if i % 300 == 0:
+            memory.start_episode(f"round {i // 300}")
+        layer = "captions" if i % 3 else "detections"
+        text = f"{things[i % 5]} near shelf {i % 4}" if i % 7 else things[i % 5]
+        memory.add(text, float(rng.uniform(0, 20)), float(rng.uniform(0, 20)),
+                   timestamp=1000.0 + i, layer_name=layer)  # fmt: skip
+        if i % 300 == 299:
+            memory.end_episode(consolidate=True, wait=True)
+    for i, thing in enumerate(things * 8):
+        memory.add_entity(thing, float(i % 20), float(i % 7), entity_type="object")
+    memory.flush()
+    store = memory.store
+    assert store.counts()["gists"] >= 3
+    filters = [
+        None,
+        perception_filter(),
+        perception_filter(layer="captions"),
+        perception_filter(area=(10.0, 10.0, 6.0)),
+        perception_filter(kinds=("gist", "entity")),
+        perception_filter(kinds=("entity",), area=(5.0, 3.0, 4.0)),
+        perception_filter(time_after=1300.0, time_before=1600.0),
+    ]
+    compared = 0
+    for question in ["red chair", "chair", "red", "green door shelf", "box near shelf 2"]:
+        query_terms = terms(question)
+        for where in filters:
+            for n in (1, 3, 10, 30):
+                got = store.keyword_hits(query_terms, n, where)
+                assert got == _keyword_hits_reference(store, query_terms, n, where)
+                compared += bool(got)
+    assert compared > 100

@@ -168,3 +168,30 @@ def test_a_catch_up_in_slices_sharing_a_memo_scores_as_one_add(
         keyword_index.MEMO_TEXTS = kept
     assert len(memo) <= memo_texts
     assert_scores_as_defined(index, texts, query)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.integers(0, 300), unique=True, max_size=120),  # one term's postings
+        min_size=1,
+        max_size=5,
+    ),
+    st.integers(0, 2**32 - 1),
+)
+def test_the_dense_and_the_sorted_sums_by_row_are_the_same_bits(
+    postings: list[list[int]], seed: int
+) -> None:
+    """bm25 sums each row's term scores either into an array over every row number (many
+    postings: a 1M memory's common words) or after sorting the rows (few): the rows, the
+    scores and the coverage must come out identical, bit for bit, whichever path is taken."""
+    rng = np.random.default_rng(seed)
+    rows = np.array([r for term in postings for r in term], dtype=np.int64)
+    scores = rng.random(rows.shape[0]) * rng.choice([1e-3, 1.0, 1e3], size=rows.shape[0])
+    weights = np.repeat(rng.random(len(postings)), [len(term) for term in postings])
+    dense = keyword_index.summed_by_row(rows, scores, weights, dense=True)
+    sorted_ = keyword_index.summed_by_row(rows, scores, weights, dense=False)
+    for a, b in zip(dense, sorted_, strict=True):
+        assert a.dtype == b.dtype
+        assert a.tobytes() == b.tobytes()
+    assert dense[0].tolist() == sorted(set(rows.tolist()))

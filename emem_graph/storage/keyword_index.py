@@ -337,11 +337,44 @@ def bm25(
         if not pieces:
             found.append(empty)
             continue
-        rows = np.concatenate([piece[0] for piece in pieces])
-        unique_rows, inverse = np.unique(rows, return_inverse=True)
-        scores = np.zeros(unique_rows.shape[0], dtype=np.float64)
-        covered = np.zeros(unique_rows.shape[0], dtype=np.float64)
-        np.add.at(scores, inverse, np.concatenate([piece[1] for piece in pieces]))
-        np.add.at(covered, inverse, np.concatenate([piece[2] for piece in pieces]))
+        unique_rows, scores, covered = summed_by_row(
+            np.concatenate([piece[0] for piece in pieces]),
+            np.concatenate([piece[1] for piece in pieces]),
+            np.concatenate([piece[2] for piece in pieces]),
+        )
         found.append(Matches(unique_rows, scores, covered / total_idf))
     return found
+
+
+DENSE_SUM_SHARE = 8
+"""summed_by_row adds into an array over every row number once the postings are at least
+1/DENSE_SUM_SHARE of the rows: at 1M observations a two-word question's postings (~600k rows)
+took ~40 ms to sort for np.unique; the dense sums take a few."""
+
+
+def summed_by_row(
+    rows: np.ndarray, scores: np.ndarray, weights: np.ndarray, *, dense: bool | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct ``rows`` in order, with the sums of their ``scores`` and ``weights``. Each
+    sum adds a row's values in the order they come (from 0.0) on either path: the same bits.
+    ``dense``: force a path (tests); by default dense when the rows are many."""
+    if rows.shape[0] == 0:
+        return rows, scores.astype(np.float64), weights.astype(np.float64)
+    top = int(rows.max()) + 1
+    if dense is None:
+        dense = rows.shape[0] * DENSE_SUM_SHARE >= top
+    if dense:
+        hit = np.zeros(top, dtype=bool)
+        hit[rows] = True
+        distinct = np.flatnonzero(hit)
+        return (
+            distinct,
+            np.bincount(rows, weights=scores, minlength=top)[distinct],
+            np.bincount(rows, weights=weights, minlength=top)[distinct],
+        )
+    distinct, inverse = np.unique(rows, return_inverse=True)
+    summed = np.zeros(distinct.shape[0], dtype=np.float64)
+    covered = np.zeros(distinct.shape[0], dtype=np.float64)
+    np.add.at(summed, inverse, scores)
+    np.add.at(covered, inverse, weights)
+    return distinct, summed, covered
