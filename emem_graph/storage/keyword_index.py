@@ -348,8 +348,9 @@ def bm25(
 
 DENSE_SUM_SHARE = 8
 """summed_by_row adds into an array over every row number once the postings are at least
-1/DENSE_SUM_SHARE of the rows: at 1M observations a two-word question's postings (~600k rows)
-took ~40 ms to sort for np.unique; the dense sums take a few."""
+1/DENSE_SUM_SHARE of the rows. Measured (idle, median of 15): over 1M rows, 500k postings 22.7
+ms sorted against 9.4 dense, 250k 6.1 against 4.4, 125k 2.9 against 3.6; over 100k rows the
+two cross at about 1/8 as well (12.5k: 0.22 against 0.15 ms)."""
 
 
 def summed_by_row(
