@@ -1,5 +1,13 @@
 """emem_graph: a spatio-temporal graph memory for robots (Kuzu graph + LanceDB vectors)."""
 
+import os
+
+# LanceDB's own log (Rust, to stderr) at errors only unless the user set it, before anything
+# imports lancedb (the level is read then): its warnings are about its internals and reached
+# hundreds of lines at one close of a 1M memory ("partition 238 is empty, skipping", one a
+# partition, as the ANN index folded in a few new rows). LANCEDB_LOG=warn shows them again.
+os.environ.setdefault("LANCEDB_LOG", "error")
+
 from emem_graph.config import MemoryConfig, SpatioTemporalMemoryConfig
 from emem_graph.consolidation.fallback import FallbackLLM
 from emem_graph.errors import (

@@ -770,3 +770,35 @@ def test_a_rescored_search_cuts_a_tie_group_by_id_however_far_it_reaches(
     tied = sorted(f"o{800 - i}" for i in range(40))
     assert found == [f"o{900 + i}" for i in range(5)] + tied[:5]
     assert [hit.id for hit in store.search(query, 10, where)][:5] == found[:5]
+
+
+_LANCE_WARNS = """
+import sys, numpy as np, emem_graph, lancedb
+db = lancedb.connect(sys.argv[1])
+rows = [{"id": str(i), "vector": np.full(8, 1.0 + i, dtype=np.float32)} for i in range(4)]
+table = db.create_table("t", data=rows)
+table.search(np.ones(8, dtype=np.float32)).select(["id"]).limit(2).to_arrow()
+"""
+
+
+@pytest.mark.parametrize("user_level", [None, "warn"])
+def test_lancedb_logs_only_errors_unless_the_user_asks(
+    tmp_path: Path, user_level: str | None
+) -> None:
+    """Importing emem_graph sets LanceDB's log to errors (its warnings about its internals
+    ran to hundreds of lines at one close of a 1M memory); a level the user set is kept. The
+    probe is a search LanceDB warns about (a select without _distance)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "LANCEDB_LOG"}
+    if user_level is not None:
+        env["LANCEDB_LOG"] = user_level
+    done = subprocess.run(
+        [sys.executable, "-c", _LANCE_WARNS, str(tmp_path / "db")],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    warned = "WARN" in done.stderr
+    assert warned == (user_level == "warn"), done.stderr[-2000:]
