@@ -145,8 +145,9 @@ class MemoryConfig(BaseModel):
     their vectors: 4 x dim bytes each, 77 MB at 50k of 384 dimensions); a larger memory is
     searched through LanceDB's ANN index. 0: always LanceDB."""
     ann_index_min_rows: int = Field(50_000, gt=0)
-    """Vector rows from which an ANN index (IVF_RQ: k-means partitions of vectors
-    quantised to 4 bits a dimension after a random rotation, re-ranked with the stored ones) is built for unfiltered search."""
+    """Vector rows from which an ANN index (IVF_RQ: k-means partitions of vectors quantised to
+    4 bits a dimension after a random rotation, re-ranked with the stored ones; IVF_SQ for a
+    dimension not a multiple of 8) is built for unfiltered search."""
     ann_reindex_growth: float = Field(1.0, gt=0.0)
     """Rebuild (retrain) the ANN index when the table has grown by more than this fraction since
     the last build; rows added in between are folded into the index at each compaction. 1.0

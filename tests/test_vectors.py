@@ -802,3 +802,22 @@ def test_lancedb_logs_only_errors_unless_the_user_asks(
     assert done.returncode == 0, done.stderr[-2000:]
     warned = "WARN" in done.stderr
     assert warned == (user_level == "warn"), done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(("dim", "kind"), [(100, "sq"), (257, "sq"), (64, "rq")])
+def test_an_embedder_of_any_dimension_gets_an_ann_index(
+    tmp_path: Path, dim: int, kind: str
+) -> None:
+    """IVF_RQ refuses a dimension that is not a multiple of 8 ("vector dimension must be
+    divisible by 8"): such a table gets IVF_SQ, and its searches go through the index."""
+    rng = np.random.default_rng(dim)
+    vectors = rng.standard_normal((3_000, dim)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    store = VectorStore(tmp_path / "v", dim, ann_min_rows=2_000)
+    rows = [make_row(i, vectors[i]) for i in range(3_000)]
+    store.add(rows)
+    store.compact()
+    assert store.stats()["ann_indexed_rows"] == 3_000
+    (index,) = [i for i in store._table.list_indices() if tuple(i.columns) == ("vector",)]
+    assert index.index_details["compression"]["type"] == kind
+    assert store.search(vectors[7], 3)[0].id == "o7"

@@ -349,7 +349,11 @@ class SharedTable:
         # With a config, LanceDB 0.40 reads the first argument as the column (see
         # storage/vectors.py).
         _retrying(
-            lambda: table.create_index("vector", config=ann_index_config(), replace=True),
+            lambda: table.create_index(
+                "vector",
+                config=ann_index_config(int(table.schema.field("vector").type.list_size)),
+                replace=True,
+            ),
             self._latest,
         )
         return self.indexed_rows()

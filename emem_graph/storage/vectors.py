@@ -24,7 +24,7 @@ from typing import Any
 import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import IvfRq
+from lancedb.index import IvfRq, IvfSq
 
 from emem_graph.errors import (
     EmbeddingDimensionError,
@@ -869,7 +869,7 @@ class VectorStore:
                 warnings.simplefilter("ignore")
                 # With a config, LanceDB 0.40 reads the first argument as the column (a named
                 # vector_column_name is ignored and "l2", the metric default, is looked up).
-                self._table.create_index("vector", config=ann_index_config(), replace=True)
+                self._table.create_index("vector", config=ann_index_config(self.dim), replace=True)
         except Exception as exc:  # searches stay exact; the next compaction tries again
             if threading.current_thread() is not self._training:
                 raise StorageError(f"building the ANN index failed: {exc}") from exc
@@ -1056,7 +1056,11 @@ def _tie_reaches_the_end(rows: list[dict[str, Any]], n: int) -> bool:
     return distances[-1] - distances[n - 1] <= RESCORE_TIE if n > 0 else False
 
 
-def ann_index_config() -> IvfRq:
-    """The ANN index of a vector table: IVF_RQ of ANN_BITS bits a dimension, cosine (a robot's
-    table and the fleet's shared one)."""
-    return IvfRq(distance_type="cosine", num_bits=ANN_BITS)
+def ann_index_config(dim: int) -> IvfRq | IvfSq:
+    """The ANN index of a table of ``dim``-dimensional vectors, cosine (a robot's table and the
+    fleet's shared one): IVF_RQ of ANN_BITS bits a dimension, or IVF_SQ (8 bits, the index
+    before IVF_RQ) for a dimension IVF_RQ refuses (not a multiple of 8: an embedder of 100 or
+    257 dimensions)."""
+    if dim % 8 == 0:
+        return IvfRq(distance_type="cosine", num_bits=ANN_BITS)
+    return IvfSq(distance_type="cosine")
