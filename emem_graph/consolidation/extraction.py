@@ -27,8 +27,12 @@ from emem_graph.text.names import head, normalize, singular, words
 log = logging.getLogger(__name__)
 
 VectorsOf = Callable[[Sequence[str]], dict[str, np.ndarray]]
-RESOLVE_BATCH = 512
-"""Observations whose sightings are resolved (and written) in one graph transaction."""
+RESOLVE_BATCH = 2048
+"""Observations whose sightings are resolved (and written) in one graph transaction. Each
+batch pays one commit, one LanceDB upsert of its entities' vectors and one round of batched
+statements: ingest with extraction of the bench's 20k patrol went from 1,194 to 1,389 obs/s
+(1.16x, medians of four runs each, interleaved, the clean-clone CI running beside them) with
+2,048 instead of 512. A batch that fails is queued again whole (MAX_ATTEMPTS)."""
 MAX_ATTEMPTS = 2
 
 
