@@ -1050,10 +1050,10 @@ def _tie_reaches_the_end(rows: list[dict[str, Any]], n: int) -> bool:
     """Whether the last row a rescored search read ties with its n-th: LanceDB chose which
     rows of that tie group it returned, so the cut by id needs all of them (the group's rows
     have equal vectors; RESCORE_TIE allows for LanceDB's last bits)."""
-    if len(rows) <= n:
+    if n < 1 or len(rows) <= n:
         return False
     distances = sorted(float(r["_distance"]) for r in rows)
-    return distances[-1] - distances[n - 1] <= RESCORE_TIE if n > 0 else False
+    return distances[-1] - distances[n - 1] <= RESCORE_TIE
 
 
 def ann_index_config(dim: int) -> IvfRq | IvfSq:
