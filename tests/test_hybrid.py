@@ -316,6 +316,11 @@ def test_keyword_hits_cut_tie_groups_as_sorting_every_match_did(make_memory, has
             memory.end_episode(consolidate=True, wait=True)
     for i, thing in enumerate(things * 8):
         memory.add_entity(thing, float(i % 20), float(i % 7), entity_type="object")
+    # Hundreds of distinct texts too (a dialogue's, not a patrol's): a selective filter then
+    # walks past the first texts the keyword search reads.
+    for i in range(400):
+        memory.add(f"red chair number {i} by the window", float(i % 40), float(i // 40),
+                   timestamp=2000.0 + i)  # fmt: skip
     memory.flush()
     store = memory.store
     assert store.counts()["gists"] >= 3
@@ -327,9 +332,11 @@ def test_keyword_hits_cut_tie_groups_as_sorting_every_match_did(make_memory, has
         perception_filter(kinds=("gist", "entity")),
         perception_filter(kinds=("entity",), area=(5.0, 3.0, 4.0)),
         perception_filter(time_after=1300.0, time_before=1600.0),
+        perception_filter(area=(35.0, 9.0, 1.5)),
+        perception_filter(time_after=2390.0),
     ]
     compared = 0
-    for question in ["red chair", "chair", "red", "green door shelf", "box near shelf 2"]:
+    for question in ["red chair", "chair", "red", "green door shelf", "box near shelf 2", "window"]:
         query_terms = terms(question)
         for where in filters:
             for n in (1, 3, 10, 30):

@@ -195,3 +195,49 @@ def test_the_dense_and_the_sorted_sums_by_row_are_the_same_bits(
         assert a.dtype == b.dtype
         assert a.tobytes() == b.tobytes()
     assert dense[0].tolist() == sorted(set(rows.tolist()))
+
+
+_TEXTS = [
+    "red chair",
+    "red chair near door",
+    "blue cup",
+    "the cup on the red table",
+    "door door door",
+    "",
+    "chair",
+    "two red chairs and a cup",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(_TEXTS),
+        min_size=1,
+        max_size=60,
+    ),
+    st.lists(st.integers(0, 59), max_size=15),
+    st.sampled_from([["red"], ["chair", "cup"], ["door", "red", "cup"], ["nothing"]]),
+    st.integers(1, 4),
+)
+def test_scoring_by_distinct_text_gives_every_row_its_own_bits(
+    texts: list[str], removed: list[int], words: list[str], slices: int
+) -> None:
+    """bm25 with by_text scores each distinct text once; expanded to its live rows
+    (rows_of_texts), every row must have exactly the score and coverage the row-by-row BM25
+    gives it, through adds in several calls and removals, beside a second index."""
+    index, other = KeywordIndex(), KeywordIndex()
+    other.add([0, 1], ["a red chair in the hall", "cup"])
+    rows = list(range(len(texts)))
+    step = max(1, len(rows) // slices)
+    for first in range(0, len(rows), step):
+        index.add(rows[first : first + step], texts[first : first + step])
+    index.remove([r for r in removed if r < len(texts)])
+    query = [t for word in words for t in terms(word)]
+    by_row, _ = bm25([index, other], query)
+    by_text, _ = bm25([index, other], query, by_text=(True, False))
+    expanded_rows, owner = index.rows_of_texts(by_text.rows.tolist())
+    order = np.argsort(expanded_rows)
+    assert expanded_rows[order].tolist() == by_row.rows.tolist()
+    assert by_text.scores[owner][order].tobytes() == by_row.scores.tobytes()
+    assert by_text.coverage[owner][order].tobytes() == by_row.coverage.tobytes()

@@ -155,6 +155,15 @@ class KeywordIndex:
         """document_frequency's answers, until a text holding the term is added or any text
         is removed (search_gists counts 100k observations' postings per query term: 27 us
         a term at 100k)."""
+        # The same postings by distinct text (bm25's ``by_text``): a robot repeats itself (a
+        # 1M patrol holds ~8,600 distinct texts), and rows of one text score alike.
+        self._text_number: dict[str, int] = {}
+        self._text_rows: list[array[int]] = []
+        self._text_length = np.zeros(0, dtype=np.float32)
+        self._text_live = np.zeros(0, dtype=np.int64)
+        self._row_text = np.zeros(0, dtype=np.int32)
+        self._text_postings: dict[str, array[int]] = {}
+        self._text_counts: dict[str, array[int]] = {}
 
     @property
     def docs(self) -> int:
@@ -202,23 +211,22 @@ class KeywordIndex:
                 grouped.setdefault(text, []).append(row)
             else:
                 blank.append(row)
-        tokenised = [(_counted(text, memo), held) for text, held in grouped.items()]
+        tokenised = [(text, _counted(text, memo), held) for text, held in grouped.items()]
         with self._lock:
             top = max(rows, default=-1) + 1
             if top > self._length.shape[0]:
                 size = max(top, 2 * self._length.shape[0], 1024)
-                length = np.zeros(size, dtype=np.float32)
-                live = np.zeros(size, dtype=bool)
-                length[: self._length.shape[0]] = self._length
-                live[: self._live.shape[0]] = self._live
-                self._length, self._live = length, live
+                self._length = _grown(self._length, size)
+                self._live = _grown(self._live, size)
+                self._row_text = _grown(self._row_text, size, fill=-1)
             placed: list[int] = list(blank)
             sizes: list[int] = [0] * len(blank)
-            for counts, held in tokenised:
+            for text, counts, held in tokenised:
                 size = sum(counts.values())
                 placed.extend(held)
                 sizes.extend([size] * len(held))
                 self._total_length += size * len(held)
+                self._add_text(text, counts, size, held)
                 for term, count in counts.items():
                     self._frequency.pop(term, None)
                     postings = self._rows.get(term)
@@ -232,6 +240,28 @@ class KeywordIndex:
                 self._live[placed] = True
                 self._docs += len(placed)
 
+    def _add_text(self, text: str, counts: Counter[str], size: int, held: list[int]) -> None:
+        """The by-text postings of rows ``held`` of ``text`` (under the lock)."""
+        number = self._text_number.get(text)
+        if number is None:
+            number = self._text_number[text] = len(self._text_rows)
+            self._text_rows.append(array("I"))
+            if number >= self._text_length.shape[0]:
+                grown = max(number + 1, 2 * self._text_length.shape[0], 256)
+                self._text_length = _grown(self._text_length, grown)
+                self._text_live = _grown(self._text_live, grown)
+            self._text_length[number] = size
+            for term, count in counts.items():
+                postings = self._text_postings.get(term)
+                if postings is None:
+                    postings = self._text_postings[term] = array("I")
+                    self._text_counts[term] = array("H")
+                postings.append(number)
+                self._text_counts[term].append(min(count, 65_535))
+        self._text_rows[number].extend(held)
+        self._text_live[number] += len(held)
+        self._row_text[held] = number
+
     def remove(self, rows: Sequence[int]) -> None:
         """Leave these rows out of every later search."""
         with self._lock:
@@ -241,6 +271,40 @@ class KeywordIndex:
                     self._live[row] = False
                     self._total_length -= float(self._length[row])
                     self._docs -= 1
+                    text = int(self._row_text[row])
+                    if text >= 0:
+                        self._text_live[text] -= 1
+
+    def text_postings(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(distinct texts, term counts, live rows of each) of the texts holding ``term`` with
+        at least one live row."""
+        with self._lock:
+            texts = self._text_postings.get(term)
+            if texts is None:
+                return _NO_TEXTS
+            found = np.frombuffer(texts, dtype=np.uint32).astype(np.int64)
+            counts = np.frombuffer(self._text_counts[term], dtype=np.uint16).astype(np.float32)
+            live = self._text_live[found]
+            held = live > 0
+            return found[held], counts[held], live[held]
+
+    def text_lengths(self, texts: np.ndarray) -> np.ndarray:
+        """The term counts of these distinct texts."""
+        with self._lock:
+            length: np.ndarray = self._text_length[texts]
+            return length
+
+    def rows_of_texts(self, texts: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The live rows of these distinct texts and, for each row, its text's position in
+        ``texts``."""
+        with self._lock:
+            parts = [np.frombuffer(self._text_rows[t], dtype=np.uint32) for t in texts]
+            if not parts:
+                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+            rows = np.concatenate(parts).astype(np.int64)
+            owner = np.repeat(np.arange(len(parts)), [part.shape[0] for part in parts])
+            live = self._live[rows]
+            return rows[live], owner[live]
 
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """(rows, term counts) of the live texts holding ``term``."""
@@ -261,6 +325,19 @@ class KeywordIndex:
 
 
 _NO_POSTINGS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+_NO_TEXTS = (
+    np.zeros(0, dtype=np.int64),
+    np.zeros(0, dtype=np.float32),
+    np.zeros(0, dtype=np.int64),
+)
+
+
+def _grown(values: np.ndarray, size: int, fill: int = 0) -> np.ndarray:
+    """``values`` in an array of ``size`` (the rest ``fill``)."""
+    grown = np.full(size, fill, dtype=values.dtype)
+    grown[: values.shape[0]] = values
+    return grown
+
 
 MEMO_TEXTS = 1 << 16
 """Distinct texts whose term counts a catch-up's memo keeps (a robot's texts repeat: a 1M
@@ -294,13 +371,19 @@ def bm25(
     indexes: Sequence[KeywordIndex],
     query_terms: Sequence[str],
     scored: Sequence[bool] | None = None,
+    by_text: Sequence[bool] | None = None,
 ) -> list[Matches]:
     """Okapi BM25 of ``query_terms`` over several indexes scored as one collection (document
     frequencies and the average length taken over all of them), per index. An index whose
     ``scored`` entry is False still counts in the collection's statistics, but its matches
-    are not scored (no rows come back for it): the others' scores are the same either way."""
+    are not scored (no rows come back for it): the others' scores are the same either way.
+    An index whose ``by_text`` entry is True is scored once per distinct text: its matches'
+    ``rows`` are text numbers (KeywordIndex.rows_of_texts gives their rows), each with the
+    score and coverage every live row of that text has, the same bits."""
     if scored is None:
         scored = [True] * len(indexes)
+    if by_text is None:
+        by_text = [False] * len(indexes)
     unique = list(dict.fromkeys(query_terms))
     docs = sum(index.docs for index in indexes)
     empty = Matches(
@@ -309,27 +392,34 @@ def bm25(
     if not unique or docs == 0:
         return [empty for _ in indexes]
     average = max(sum(index.total_length for index in indexes) / docs, 1.0)
-    postings = [
-        [index.postings(term) if wanted else _NO_POSTINGS for term in unique]
-        for index, wanted in zip(indexes, scored, strict=True)
-    ]
-    frequencies = [
-        [0 if wanted else index.document_frequency(term) for term in unique]
-        for index, wanted in zip(indexes, scored, strict=True)
-    ]
+    # Per index and term: (rows or texts, term counts, live rows each holds, lengths).
+    postings: list[list[tuple[np.ndarray, np.ndarray, int, np.ndarray | None]]] = []
+    for index, wanted, grouped in zip(indexes, scored, by_text, strict=True):
+        found_terms: list[tuple[np.ndarray, np.ndarray, int, np.ndarray | None]] = []
+        for term in unique:
+            if not wanted:
+                rows, counts = _NO_POSTINGS
+                found_terms.append((rows, counts, index.document_frequency(term), None))
+            elif grouped:
+                texts, counts, live = index.text_postings(term)
+                lengths = index.text_lengths(texts) if texts.shape[0] else None
+                found_terms.append((texts, counts, int(live.sum()), lengths))
+            else:
+                rows, counts = index.postings(term)
+                lengths = index.lengths(rows) if rows.shape[0] else None
+                found_terms.append((rows, counts, int(rows.shape[0]), lengths))
+        postings.append(found_terms)
     parts: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in indexes]
     total_idf = 0.0
     for t in range(len(unique)):
-        frequency = sum(
-            int(p[t][0].shape[0]) + f[t] for p, f in zip(postings, frequencies, strict=True)
-        )
+        frequency = sum(p[t][2] for p in postings)
         idf = math.log(1.0 + (docs - frequency + 0.5) / (frequency + 0.5))
         total_idf += idf  # a term no text holds still counts in the coverage's whole
-        for i, index in enumerate(indexes):
-            rows, counts = postings[i][t]
-            if rows.shape[0] == 0:
+        for i in range(len(indexes)):
+            rows, counts, _, lengths = postings[i][t]
+            if rows.shape[0] == 0 or lengths is None:
                 continue
-            norm = K1 * (1.0 - B + B * index.lengths(rows) / average)
+            norm = K1 * (1.0 - B + B * lengths / average)
             score = idf * counts * (K1 + 1.0) / (counts + norm)
             parts[i].append((rows, score.astype(np.float64), np.full(rows.shape[0], idf)))
     found: list[Matches] = []

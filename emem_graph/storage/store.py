@@ -45,7 +45,7 @@ from emem_graph.storage.entity_index import EntityIndex
 from emem_graph.storage.exact import ExactVectors
 from emem_graph.storage.graph import COPY_MIN_ROWS, GraphDB, GraphTransaction
 from emem_graph.storage.health import GraphMark, refuse_lost_graph
-from emem_graph.storage.keyword_index import KeywordHit, bm25, terms
+from emem_graph.storage.keyword_index import KeywordHit, KeywordIndex, Matches, bm25, terms
 from emem_graph.storage.observation_index import ObservationIndex
 from emem_graph.storage.pending import PendingVectors
 from emem_graph.storage.records import (
@@ -70,6 +70,9 @@ log = logging.getLogger(__name__)
 GRAPH_FILE = "graph.kuzu"
 VECTOR_DIR = "vectors"
 PENDING_DIR = "pending_vectors"
+FIRST_TEXT_BLOCK = 8
+"""Distinct texts whose rows the keyword search filters first (then twice as many each time):
+the best few texts of a robot's repeated observations hold enough rows for n."""
 DROP_PAGE_CACHE_ROWS = 250_000
 """From this many observations, the open gives the graph engine's buffer pool back after reading
 them all for the observation index (GraphDB.drop_page_cache: ~310 MB at 1M; ~0.1 s)."""
@@ -680,27 +683,16 @@ class MemoryStore:
             return []
         others, listed = self.vectors.keyword_others()
         # Observations still count in the collection's statistics when the filter leaves
-        # them out (search_gists), but their matches are not scored.
+        # them out (search_gists), but their matches are not scored. They are scored once per
+        # distinct text: a robot repeats itself (a 1M patrol holds ~8,600 texts).
         wanted = where is None or where.kinds is None or "observation" in where.kinds
-        observed, other = bm25([self.index.keywords(), others], query_terms, (wanted, True))
+        keywords = self.index.keywords()
+        observed, other = bm25(
+            [keywords, others], query_terms, scored=(wanted, True), by_text=(True, False)
+        )
         hits: list[KeywordHit] = []
         if observed.rows.shape[0]:
-            keep = np.flatnonzero(self.index.admitted(observed.rows, where))
-            best = keep[_best(observed.scores[keep], n)]
-            # Cut to the n best by (score, id) here: a robot's repeated texts score alike, and
-            # at 1M observations a question's n-th place tied with ~2,000 rows, each made a
-            # hit and sorted (a third of keyword_hits' time).
-            hits += [
-                KeywordHit(
-                    self.index.id_of(int(observed.rows[at])),
-                    "observation",
-                    float(observed.scores[at]),
-                    float(observed.coverage[at]),
-                )
-                for at in _cut_by_id(
-                    observed.scores, best, n, lambda at: self.index.id_of(int(observed.rows[at]))
-                )
-            ]
+            hits += self._best_observations(keywords, observed, n, where)
         # The gist and entity rows are listed by id: best first by (score, row) is by (score,
         # id), and the filter is asked only until n rows have passed it.
         kinds = None if where is None else where.kinds
@@ -720,6 +712,55 @@ class MemoryStore:
                 taken += 1
         hits.sort(key=lambda hit: (-hit.score, hit.id))
         return hits[:n]
+
+    def _best_observations(
+        self, keywords: KeywordIndex, texts: Matches, n: int, where: VectorFilter | None
+    ) -> list[KeywordHit]:
+        """The n best observations by (score, id) passing ``where``, of a BM25 scored by
+        distinct text (``texts.rows`` are text numbers): the texts are walked best first in
+        blocks (doubling) that end where the score changes, each block's rows filtered at
+        once, until n rows have passed; every text left then scores lower than they do."""
+        total = texts.scores.shape[0]
+        wanted = max(4 * n, 8 * FIRST_TEXT_BLOCK)
+        order = _best_first(texts.scores, wanted)
+        descending = -texts.scores[order]  # ascending: searchsorted finds a tie group's end
+        rows_found: list[np.ndarray] = []
+        texts_found: list[np.ndarray] = []
+        passed, start, block = 0, 0, FIRST_TEXT_BLOCK
+        while passed < n:
+            if start >= order.shape[0]:
+                if order.shape[0] == total:
+                    break
+                # Every text read and too few rows passed (a selective filter): the next
+                # best texts; the longer order starts with the one walked so far.
+                wanted *= 8
+                order = _best_first(texts.scores, wanted)
+                descending = -texts.scores[order]
+                continue
+            stop = min(order.shape[0], start + block)
+            stop = int(np.searchsorted(descending, descending[stop - 1], side="right"))
+            chosen = order[start:stop]
+            rows, owner = keywords.rows_of_texts(texts.rows[chosen].tolist())
+            keep = self.index.admitted(rows, where)
+            rows_found.append(rows[keep])
+            texts_found.append(chosen[owner[keep]])
+            passed += int(np.count_nonzero(keep))
+            start, block = stop, 2 * block
+        if not rows_found:
+            return []
+        rows = np.concatenate(rows_found)
+        of_text = np.concatenate(texts_found)
+        scores = texts.scores[of_text]
+        best = _best(scores, n)
+        return [
+            KeywordHit(
+                self.index.id_of(int(rows[at])),
+                "observation",
+                float(scores[at]),
+                float(texts.coverage[of_text[at]]),
+            )
+            for at in _cut_by_id(scores, best, n, lambda at: self.index.id_of(int(rows[at])))
+        ]
 
     def last_ended_episode_id(self) -> str | None:
         """The episode that ended most recently (what a new episode FOLLOWS)."""
@@ -1032,6 +1073,14 @@ class GraphReads:
                     self._gists.update({i: g.model_copy() for i, g in fetched.items()})
             found.update(fetched)
         return found
+
+
+def _best_first(scores: np.ndarray, count: int) -> np.ndarray:
+    """Positions of the ``count`` highest ``scores`` and of every score tied with the
+    count-th, best first (equal scores by position): a longer count's order starts with a
+    shorter one's."""
+    chosen = _best(scores, count)
+    return chosen[np.argsort(-scores[chosen], kind="stable")]
 
 
 def _cut_by_id(
