@@ -11,7 +11,8 @@ broken by the caller on ids.
 Words are normalised (``terms``): lower case, apostrophes dropped ("anna's" -> "anna"), number
 words as digits ("two" -> "2"), stop words out and a light suffix stemmer, so that "watering
 the plants" matches "water the plant". Memory: about 6 bytes per term occurrence plus the
-vocabulary (at 1M observations of ~10 distinct terms: about 60 MB).
+vocabulary (at 1M observations of ~10 distinct terms: about 60 MB), and 8 bytes a row plus
+the term counts of each distinct text for the postings by text (bm25's ``by_text``).
 """
 
 from __future__ import annotations
