@@ -38,6 +38,7 @@ from ros_bridge.srv_files import srv_definition
 
 if TYPE_CHECKING:
     from emem_graph.memory import SpatioTemporalMemory
+    from emem_graph.storage.graph import GraphDB
 
 log = logging.getLogger(__name__)
 
@@ -384,15 +385,12 @@ class ServiceDispatcher:
         check_live_bounds(cypher)
         limit = self.settings.query_row_limit
         query_timeout = self.settings.query_timeout_s
-        rows_json = self.owner.call(
-            _run_query,
-            cypher,
-            params,
-            limit,
-            query_timeout,
-            timeout_s=self.settings.timeout_s + query_timeout,
-        )
-        return {"success": True, "error": "", "rows_json": rows_json}
+        # Only the catch-up runs on the owner's worker; the statement runs on a connection and
+        # thread of its own (GraphDB.run_statement), from this caller's thread, so the tool
+        # calls queued on the owner are not held up while it runs.
+        graph = self.owner.call(_caught_up_graph, timeout_s=self.settings.timeout_s)
+        result = query_graph(graph, cypher, params, limit=limit, timeout_s=query_timeout)
+        return {"success": True, "error": "", "rows_json": format_result(result, "json")}
 
 
 def service_spec(name: str) -> ServiceSpec | None:
@@ -487,18 +485,11 @@ def _end_episode(memory: SpatioTemporalMemory, wait: bool) -> tuple[str | None, 
     return episode_id, (episode.gist or "") if episode is not None else ""
 
 
-def _run_query(
-    memory: SpatioTemporalMemory,
-    cypher: str,
-    params: dict[str, Any],
-    limit: int,
-    timeout_s: float,
-) -> str:
+def _caught_up_graph(memory: SpatioTemporalMemory) -> GraphDB:
     # The query sees every observation added so far and what the capabilities derive from
     # them (the map's places and links are written in larger transactions than observations).
     memory.catch_up()
-    result = query_graph(memory.store.graph, cypher, params, limit=limit, timeout_s=timeout_s)
-    return format_result(result, "json")
+    return memory.store.graph
 
 
 # --- helpers ---------------------------------------------------------------------------------

@@ -488,9 +488,12 @@ class GraphDB:
 
     def close(self) -> None:
         """Close every connection and the database (idempotent)."""
-        if self._closed:
-            return
-        self._closed = True
+        with self._connections_lock:
+            # Under the lock run_statement registers its statement: one registered before
+            # this is stopped below, one after it finds the graph closed.
+            if self._closed:
+                return
+            self._closed = True
         if not self._stop_statements():
             # Closing a database under a running statement can crash Kuzu: leave it to the end
             # of the process (its lock goes with it).
@@ -628,9 +631,6 @@ class GraphDB:
             QueryTimeoutError: it ran longer than ``timeout_s``.
             InvalidInputError: several statements, or Kuzu refused it (syntax, unknown table...).
         """
-        if self._closed:
-            raise StorageError("the graph database is closed")
-        connection = self._engine.Connection(self._db)
         outcome: dict[str, Any] = {}
         finished = threading.Event()
 
@@ -656,6 +656,11 @@ class GraphDB:
 
         worker = threading.Thread(target=work, name="emem-graph-statement", daemon=True)
         with self._connections_lock:
+            # Checked and registered under the lock close() takes: the bridge's Query runs
+            # statements from its callers' threads while the owner's thread may close the graph.
+            if self._closed:
+                raise StorageError("the graph database is closed")
+            connection = self._engine.Connection(self._db)
             self._statements[worker] = connection
         worker.start()
         if not finished.wait(timeout_s + STATEMENT_GRACE_S):

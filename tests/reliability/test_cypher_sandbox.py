@@ -69,6 +69,8 @@ LIVE_SLOW = (
     + " RETURN size(a9) AS n"
 )
 """4^10 elements by concatenation while binding: ~6 s and ~650 MB here, no generator used."""
+LIVE_TIMEOUT_MARGIN_S = 2.0
+"""How far past its 1 s timeout the live statement may answer: well short of its ~6 s."""
 MEASURED: dict[str, Any] = {"cases": 0, "refused": 0, "leaks": 0}
 
 
@@ -395,21 +397,61 @@ def test_the_live_timeout_answers_and_a_tool_call_is_not_held_up(
     def slow() -> None:
         started = time.monotonic()
         answers["query"] = _ask(dispatcher, "Query", cypher=LIVE_SLOW)
-        answers["query_s"] = time.monotonic() - started
+        answers["query_done"] = time.monotonic()
+        answers["query_s"] = answers["query_done"] - started
 
     worker = threading.Thread(target=slow)
     worker.start()
     time.sleep(0.1)
     started = time.monotonic()
     tool = _ask(dispatcher, "SemanticSearch", query="red cup")
-    tool_s = time.monotonic() - started
+    tool_done = time.monotonic()
+    tool_s = tool_done - started
+    # A write while the statement's read-only transaction is open: committed, not held.
+    note = _ask(dispatcher, "StoreSpecificMemory", content="the keys are in the blue bowl")
+    dispatcher.owner.call(lambda memory: memory.flush())
+    written = time.monotonic()
     worker.join(30)
     assert answers["query"]["success"] is False
     assert "longer than 1 s" in answers["query"]["error"]
-    assert answers["query_s"] < 1.5
-    assert tool["success"] is True and tool_s < 1.5
+    # The statement runs ~6 s unbounded; the timeout cut it, with room for a loaded CI machine
+    # (a bound of 1.5 s failed once at 1.66 s with benchmarks beside the CI).
+    assert answers["query_s"] < LIVE_TIMEOUT_MARGIN_S + 1.0
+    # Not held up: the tool call answered while the slow statement was still running.
+    assert tool["success"] is True
+    assert tool_done < answers["query_done"], (tool_s, answers["query_s"])
+    assert note["success"] is True and written < answers["query_done"]
+    found = _ask(dispatcher, "Query", cypher="MATCH (o:Observation) RETURN o.text AS text")
+    assert "the keys are in the blue bowl" in found["rows_json"]
     MEASURED["live_timeout_s"] = round(answers["query_s"], 3)
     MEASURED["tool_wait_s"] = round(tool_s, 3)
+
+
+def test_closing_the_memory_under_a_live_statement_stops_it(
+    live: Callable[..., ServiceDispatcher],
+) -> None:
+    dispatcher = live(query_service=True, query_timeout_s=30.0)
+    answers: dict[str, Any] = {}
+
+    def slow() -> None:
+        answers["query"] = _ask(dispatcher, "Query", cypher=LIVE_SLOW)
+
+    worker = threading.Thread(target=slow)
+    worker.start()
+    time.sleep(0.5)  # the statement is running on its own connection
+    started = time.monotonic()
+    dispatcher.owner.close()
+    closed_s = time.monotonic() - started
+    worker.join(30)
+    assert not worker.is_alive()
+    # Kuzu does not look at an interrupt while it binds (this statement's ~6 s are constant
+    # folding), so the statement may finish: then with its right answer, read from the
+    # snapshot it began on. close() waits for it (at most 10 s), never closes under it.
+    query = answers["query"]
+    assert query["success"] is False or '"n": 1048576' in query["rows_json"], query
+    assert closed_s < 15, closed_s
+    late = _ask(dispatcher, "Query", cypher="RETURN 1 AS one")
+    assert late["success"] is False and "closed" in late["error"]
 
 
 def test_named_queries_run_in_the_sandbox(place: Place) -> None:
