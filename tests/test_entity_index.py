@@ -70,9 +70,19 @@ def test_find_ranks_like_its_contract_with_repeated_names_and_ties(seed: int) ->
         {},
     ]
     for limit in (1, 10, 500):
-        for query in queries:
+        for query in queries * 2:  # the second time from the masks and order kept
             got = [e.id for e in index.find(limit=limit, **query)]
             assert got == _expected(entities[:300], limit, **query), query
+    # Seen again (count and time change, names do not): the kept order must not outlive it.
+    seen = [
+        e.model_copy(update={"observation_count": e.observation_count + 5, "last_seen": 9.0})
+        for e in entities[100:110]
+    ]
+    index.put(seen)
+    entities[100:110] = seen
+    for query in queries:
+        got = [e.id for e in index.find(limit=10, **query)]
+        assert got == _expected(entities[:300], 10, **query), query
     renamed = [e.model_copy(update={"name": "sofa"}) for e in entities[:20]]
     index.put(renamed + entities[300:])
     now = renamed + entities[20:]

@@ -226,3 +226,47 @@ def test_the_spatial_tools_do_not_take_the_old_place_for_an_instance(make_memory
     assert found and found[0].record.id == cup
     positions = [(c.record.x, c.record.y) for c in found]
     assert not any(math.dist(p, (1.0, 1.0)) <= 1.5 for p in positions), positions
+
+
+def test_entity_query_answers_follow_every_change_after_being_asked(make_memory: Any) -> None:
+    """entity_query keeps each entity's line while the entity and its stays are the same
+    objects: asked before and after each change, the answer is the one a fresh memory of the
+    same sightings gives (seen again, moved, a look that missed it)."""
+    mem, cup = moved_cup(make_memory)
+
+    def cup_lines() -> list[str]:
+        answer = mem.entity_query(name="red cup")
+        assert answer == mem.entity_query(name="red cup")  # asked twice: the same text
+        return answer.splitlines()
+
+    first = cup_lines()
+    assert first[0].startswith("1. [entity/object] (12.0,9.0) [seen 8x] red cup")
+    # Seen again in the sink: count and last seen change, no move.
+    assert mem.add_entity("red cup", 12.0, 9.0, timestamp=T + HOUR + 300) == cup
+    mem.flush()
+    again = cup_lines()
+    assert "[seen 9x] red cup" in again[0]
+    assert f"[last seen {format_time(T + HOUR + 300)}]" in again[0]
+    assert again[1] == first[1]  # the same two stays
+    # Moved to the hallway: a third stay, the line's history grows.
+    for i in range(3):
+        t = T + HOUR + 1200 + 60 * i
+        assert mem.add_entity("red cup", 30.0, 2.0, timestamp=t) == cup
+    mem.flush()
+    moved = cup_lines()
+    assert moved[0].startswith("1. [entity/object] (30.0,2.0) [seen 12x] red cup"), moved
+    assert (
+        moved[1]
+        .strip()
+        .startswith(f"moved: now at (30.0, 2.0) since {format_time(T + HOUR + 1200)}")
+    )
+    assert "(12.0, 9.0)" in moved[1] and "(1.1, 1.0)" in moved[1]
+    assert "stale" not in moved[0]
+    # A later look at the hallway that missed it: marked stale, the rest of the line kept.
+    looked = T + HOUR + 1320 + 700
+    mem.add("an empty hallway floor", 30.2, 2.1, timestamp=looked)
+    mem.flush()
+    stale = cup_lines()
+    assert (
+        stale[0] == moved[0] + f" [stale: not seen at its last position at {format_time(looked)}]"
+    )
