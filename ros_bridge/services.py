@@ -273,6 +273,8 @@ class ServiceDispatcher:
             "EndEpisode": self._end_episode,
             "Query": self._query,
         }
+        # One live statement at a time (each may take hundreds of MB while Kuzu binds it).
+        self._query_slot = threading.Lock()
 
     def handle(self, srv_name: str, request: Any) -> dict[str, Any]:
         """Answer one request of service ``srv_name`` (type name ``SemanticSearch`` or service
@@ -388,8 +390,23 @@ class ServiceDispatcher:
         # Only the catch-up runs on the owner's worker; the statement runs on a connection and
         # thread of its own (GraphDB.run_statement), from this caller's thread, so the tool
         # calls queued on the owner are not held up while it runs.
-        graph = self.owner.call(_caught_up_graph, timeout_s=self.settings.timeout_s)
-        result = query_graph(graph, cypher, params, limit=limit, timeout_s=query_timeout)
+        if not self._query_slot.acquire(timeout=query_timeout):
+            raise QueryTimeoutError(
+                f"another Query statement held the graph for {query_timeout:g} s "
+                "(services.query_timeout_s); one runs at a time: try again"
+            )
+        try:
+            graph = self.owner.call(_caught_up_graph, timeout_s=self.settings.timeout_s)
+            if graph.running_statements():
+                # An earlier statement's caller was answered at its timeout, but Kuzu has
+                # not stopped it yet (it does not look at the interrupt while binding).
+                raise QueryTimeoutError(
+                    "an earlier Query statement is still being stopped (it ran past its "
+                    "timeout); try again in a few seconds"
+                )
+            result = query_graph(graph, cypher, params, limit=limit, timeout_s=query_timeout)
+        finally:
+            self._query_slot.release()
         return {"success": True, "error": "", "rows_json": format_result(result, "json")}
 
 

@@ -671,6 +671,12 @@ class GraphDB:
         result: CypherResult = outcome["result"]
         return result
 
+    def running_statements(self) -> int:
+        """How many developer statements (run_statement) are still running, counting those
+        whose caller was answered at the timeout while Kuzu had not yet stopped them."""
+        with self._connections_lock:
+            return len(self._statements)
+
     def _stop_statements(self, wait_s: float = 10.0) -> bool:
         """Interrupt the developer statements still running and wait for them; False when one
         is still running after ``wait_s`` seconds."""

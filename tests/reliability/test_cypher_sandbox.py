@@ -421,10 +421,44 @@ def test_the_live_timeout_answers_and_a_tool_call_is_not_held_up(
     assert tool["success"] is True
     assert tool_done < answers["query_done"], (tool_s, answers["query_s"])
     assert note["success"] is True and written < answers["query_done"]
-    found = _ask(dispatcher, "Query", cypher="MATCH (o:Observation) RETURN o.text AS text")
-    assert "the keys are in the blue bowl" in found["rows_json"]
+    # Kuzu goes on binding the timed-out statement for a few seconds: until it stops, a new
+    # statement is refused (one at a time, each may take hundreds of MB), then it runs.
+    texts = "MATCH (o:Observation) RETURN o.text AS text"
+    graph = dispatcher.owner.call(lambda memory: memory.store.graph)
+    if graph.running_statements():
+        refused = _ask(dispatcher, "Query", cypher=texts)
+        assert refused["success"] is False and "still being stopped" in refused["error"]
+    deadline = time.monotonic() + 60
+    while graph.running_statements() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    found = _ask(dispatcher, "Query", cypher=texts)
+    assert "the keys are in the blue bowl" in found["rows_json"], found
     MEASURED["live_timeout_s"] = round(answers["query_s"], 3)
     MEASURED["tool_wait_s"] = round(tool_s, 3)
+
+
+def test_live_statements_run_one_at_a_time(live: Callable[..., ServiceDispatcher]) -> None:
+    dispatcher = live(query_service=True, query_timeout_s=2.0)
+    answers: list[dict[str, Any]] = []
+
+    def slow() -> None:
+        answers.append(_ask(dispatcher, "Query", cypher=LIVE_SLOW))
+
+    workers = [threading.Thread(target=slow) for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    assert len(answers) == 3 and not any(a["success"] for a in answers), answers
+    errors = sorted(a["error"] for a in answers)
+    # One ran to its timeout; the others waited for the slot (or found it still stopping).
+    assert sum("longer than 2 s" in e for e in errors) == 1, errors
+    assert all(
+        "longer than 2 s" in e or "one runs at a time" in e or "still being stopped" in e
+        for e in errors
+    ), errors
+    graph = dispatcher.owner.call(lambda memory: memory.store.graph)
+    assert graph.running_statements() <= 1
 
 
 def test_closing_the_memory_under_a_live_statement_stops_it(
