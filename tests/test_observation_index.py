@@ -568,3 +568,34 @@ def test_the_keyword_index_caught_up_in_slices_equals_one_built_whole(
         assert np.array_equal(got.scores, want.scores), query
         assert np.array_equal(got.coverage, want.coverage), query
     assert caught_up.docs == whole.docs and caught_up.total_length == whole.total_length
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_window_cut_inside_a_tie_group_answers_like_a_full_pass(seed: int) -> None:
+    """A robot stamps many observations with one time. In time order the window's newest
+    (oldest) rows are taken from its end (start) with the rest of the tie group at the cut;
+    the times answered are those of the full pass, newest (oldest) first, every id once."""
+    rng = np.random.default_rng(seed)
+    times = np.sort(rng.integers(0, 40, size=600)).astype(float)  # ~15 rows per time
+    observations = [_observation(i, 1_000.0 + t, rng) for i, t in enumerate(times)]
+    ordered, shuffled = ObservationIndex(), ObservationIndex()
+    ordered.append(observations)
+    shuffled.append(observations[-1:])
+    shuffled.append(observations[:-1])
+    assert ordered._snapshot().sorted and not shuffled._snapshot().sorted
+    by_id = {o.id: o.timestamp for o in observations}
+    for _ in range(40):
+        after = None if rng.random() < 0.3 else 1_000.0 + float(rng.integers(0, 40))
+        before = None if rng.random() < 0.3 else 1_000.0 + float(rng.integers(0, 40))
+        for newest_first in (True, False):
+            window = dict(
+                time_after=after,
+                time_before=before,
+                newest_first=newest_first,
+                include_body_state=True,
+                limit=int(rng.choice([1, 7, 16, 100])),
+            )
+            got = ordered.in_window(**window)  # type: ignore[arg-type]
+            full = shuffled.in_window(**window)  # type: ignore[arg-type]
+            assert [by_id[i] for i in got] == [by_id[i] for i in full], window
+            assert len(set(got)) == len(got)

@@ -388,6 +388,16 @@ class ObservationIndex:
         rows = np.flatnonzero(mask)
         if rows.size == 0:
             return []
+        if snap.sorted and rows.size > limit:
+            # Rows in time order: the newest (oldest) are at the end (start), with the rest
+            # of the tie group at the cut, which the stable sort below orders by row.
+            times = snap.t[rows]
+            if newest_first:
+                cut = int(np.searchsorted(times, times[rows.size - limit], side="left"))
+                rows = rows[cut:]
+            else:
+                cut = int(np.searchsorted(times, times[limit - 1], side="right"))
+                rows = rows[:cut]
         times = snap.t[rows]
         keys = -times if newest_first else times
         if rows.size > limit:
