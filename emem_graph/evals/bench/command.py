@@ -40,7 +40,7 @@ def add_arguments(bench: argparse.ArgumentParser) -> None:
         "--model",
         default="none",
         help="also ingest letting the memory embed with this sentence-transformers model "
-        "(or 'hashing'), against the embedder alone plus the floor",
+        "(or 'hashing'), on distinct texts, against the embedder alone on the same texts",
     )
     bench.add_argument("--model-n", type=int, default=None, help="observations for the model run")
     bench.add_argument(

@@ -199,6 +199,38 @@ def ingest_side_by_side(
     return rates
 
 
+def ingest_beside(
+    memory: Any,
+    work: PatrolWorkload,
+    clock: SimClock,
+    settle: Callable[[Any], None],
+    other: Callable[[int, int], object],
+    *,
+    vectors_given: bool = False,
+    stretch: int = 1000,
+) -> tuple[float, float]:
+    """ingest() a stretch at a time, each stretch flushed, with ``other(start, stop)`` timed
+    before it (the embedder alone on the same texts): both see the same load of the machine.
+
+    Returns:
+        (seconds of the memory's calls, settling included; seconds of ``other``).
+    """
+    writer = _PatrolWriter(memory, work, clock, vectors_given)
+    other_s = 0.0
+    for start in range(0, len(work), stretch):
+        stop = min(len(work), start + stretch)
+        started = time.perf_counter()
+        other(start, stop)
+        other_s += time.perf_counter() - started
+        writer.write(start, stop)
+        started = time.perf_counter()
+        memory.flush()
+        writer.seconds += time.perf_counter() - started
+    started = time.perf_counter()
+    settle(memory)
+    return writer.seconds + time.perf_counter() - started, other_s
+
+
 class _PatrolWriter:
     """Writes a patrol into one memory a stretch of observations at a time (ingest())."""
 

@@ -12,19 +12,21 @@ SECTIONS = ("ingest", "tools", "filtered search", "reopen", "disk")
 
 @dataclass(frozen=True)
 class Target:
-    """A goal for a figure: ``ours / eMEM`` at least or at most ``value`` (of="emem"), or
-    ours itself at least ``value`` (of="ours")."""
+    """A goal for a figure: ``ours / eMEM`` at least or at most ``value`` (of="emem"),
+    ``ours / baseline`` (of="baseline"), or ours itself at least ``value`` (of="ours")."""
 
     op: Literal[">=", "<="]
     value: float
-    of: Literal["emem", "ours"] = "emem"
+    of: Literal["emem", "baseline", "ours"] = "emem"
 
     def text(self) -> str:
-        return f"{self.op} {self.value:g}x" if self.of == "emem" else f"{self.op} {self.value:g}"
+        if self.of == "ours":
+            return f"{self.op} {self.value:g}"
+        return f"{self.op} {self.value:g}x" + (" baseline" if self.of == "baseline" else "")
 
     def met(self, figure: Figure) -> bool | None:
         """Whether the figure meets the target; None when it cannot be told."""
-        value = figure.ours if self.of == "ours" else figure.vs_emem
+        value = {"ours": figure.ours, "baseline": figure.ratio, "emem": figure.vs_emem}[self.of]
         if value is None or math.isnan(value):
             return None
         return value >= self.value if self.op == ">=" else value <= self.value

@@ -3,6 +3,7 @@ eMEM on it, and turn the measurements into figures."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import shutil
 import time
@@ -29,6 +30,7 @@ from emem_graph.evals.bench.drive import (
     Subject,
     emem_graph_subject,
     ingest,
+    ingest_beside,
     ingest_side_by_side,
     measure_side_by_side,
     measure_tools,
@@ -54,6 +56,9 @@ BASELINES = {
     "disk and reopen": "the raw arrays (numpy.save, load + one exact search)",
 }
 STORE_ONLY = "ingest, no entity extraction"
+MODEL_INGEST_SHARE = 0.9
+"""Ingest letting the memory embed (--model) keeps at least this share of the embedder's own
+throughput on the same texts (issue 23: the memory must not add cost around the model)."""
 EXTRACTING = "ingest, with entity extraction"
 """Measured on the first ``extract_n`` observations only (setup["extract_n"])."""
 TARGETS = {
@@ -215,10 +220,11 @@ def run_bench(
             1,
             Figure(
                 "ingest",
-                f"ingest, embedding with {model_row['embedder']}",
+                f"ingest, embedding with {model_row['embedder']} (distinct texts)",
                 "obs/s",
                 model_row["obs_per_s"],
-                model_row["embed_plus_floor_obs_per_s"],
+                model_row["embed_only_obs_per_s"],
+                target=Target(">=", MODEL_INGEST_SHARE, of="baseline"),
             ),
         )
     return BenchResult(setup, figures)
@@ -360,28 +366,33 @@ def _measure_model(
     batch_size: int,
     progress: bool,
 ) -> dict[str, Any]:
-    """emem_graph embedding the texts itself, against the embedder alone plus the floor."""
+    """emem_graph embedding the texts itself, against the embedder alone on the same texts
+    (and alone plus the floor). The texts are made distinct (the patrol repeats itself, and
+    the memory embeds each distinct text once): what the memory adds around the model."""
     m = min(len(work), model_n or len(work))
-    sub = work.head(m)
-    started = time.perf_counter()
-    for i in range(0, m, batch_size):
-        model.embed(sub.texts[i : i + batch_size])
-    embed_s = time.perf_counter() - started
+    sub = dataclasses.replace(
+        work.head(m), texts=[f"{text} (sighting {i})" for i, text in enumerate(work.texts[:m])]
+    )
+    model.embed(["a warm-up sentence, not timed"])  # a model loads on its first call
     subject = emem_graph_subject(directory, model, clock, batch_size, extract=False)
     clock.now = START
     memory = subject.open()
     try:
-        written = ingest(
-            memory, sub, clock, subject.settle, vectors_given=False, progress=progress,
-            desc="ingest with model",
-        )  # fmt: skip
+        memory_s, embed_s = ingest_beside(
+            memory,
+            sub,
+            clock,
+            subject.settle,
+            lambda start, stop: model.embed(sub.texts[start:stop]),
+            stretch=batch_size,
+        )
     finally:
         memory.close()
     floor_s = floor["seconds"] * m / len(work)
     return {
         "embedder": getattr(model, "name", type(model).__name__),
         "n": m,
-        "obs_per_s": written["obs_per_s"],
+        "obs_per_s": m / memory_s,
         "embed_only_obs_per_s": m / embed_s,
         "embed_plus_floor_obs_per_s": m / (embed_s + floor_s),
     }
