@@ -270,3 +270,22 @@ def test_entity_query_answers_follow_every_change_after_being_asked(make_memory:
     assert (
         stale[0] == moved[0] + f" [stale: not seen at its last position at {format_time(looked)}]"
     )
+
+
+def test_entity_query_keeps_a_bounded_number_of_lines_and_answers_alike(
+    make_memory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kept lines start over past their character budget (a thing that moved often has a
+    long history line); the answers do not change."""
+    from emem_graph.retrieval import tools as tools_module
+
+    mem, _ = moved_cup(make_memory)
+    names = ["red cup", "kitchen table", "bathroom sink", "cup", "table"]
+    before = [mem.entity_query(name=name) for name in names]
+    monkeypatch.setattr(tools_module, "ENTITY_LINES_CHARS", 150)
+    mem.tools._entity_lines.clear()  # kept under the default budget: start under the small one
+    mem.tools._entity_line_chars = 0
+    for _ in range(3):
+        assert [mem.entity_query(name=name) for name in names] == before
+        kept = mem.tools._entity_lines
+        assert sum(len(line) + len(moved) for _, _, (_, line, moved) in kept.values()) <= 150

@@ -50,7 +50,9 @@ MIN_RECALL_RADIUS = 2.0
 CONTEXT_LIMIT = 10
 """Items per section of get_current_context."""
 ENTITY_LINES_MAX = 4096
-"""entity_query lines kept at most (then it starts over)."""
+ENTITY_LINES_CHARS = 4_000_000
+"""entity_query lines kept at most, and their characters at most (a thing that moved often
+has a long history line): past either, the kept lines start over."""
 ENTITY_POOL = 5
 _EntityLine = tuple[EntityPosition | None, str, str]
 """An entity's current stay, its entity_query line and its ``moved:`` line."""
@@ -133,6 +135,7 @@ class RetrievalTools:
         # from: a change replaces those objects (EntityIndex), so the line holds while they
         # are the same ones (0.12 -> 0.0x ms a call at 100k observations, issue 23).
         self._entity_lines: dict[str, tuple[Entity, tuple[EntityPosition, ...], _EntityLine]] = {}
+        self._entity_line_chars = 0
 
     @property
     def _far(self) -> float:
@@ -405,9 +408,17 @@ class RetrievalTools:
             format_entity(entity) + f" [last seen {format_time(entity.last_seen)}]",
             f"\n   moved: {moved}" if moved else "",
         )
-        if len(self._entity_lines) >= ENTITY_LINES_MAX:
+        size = len(made[1]) + len(made[2])
+        if kept is not None:  # replaced: its characters are no longer kept
+            self._entity_line_chars -= len(kept[2][1]) + len(kept[2][2])
+        if (
+            len(self._entity_lines) >= ENTITY_LINES_MAX
+            or self._entity_line_chars + size > ENTITY_LINES_CHARS
+        ):
             self._entity_lines.clear()
+            self._entity_line_chars = 0
         self._entity_lines[entity.id] = (entity, tuple(own), made)
+        self._entity_line_chars += size
         return made
 
     @tool_method
