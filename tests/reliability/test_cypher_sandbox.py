@@ -438,7 +438,7 @@ def test_the_live_timeout_answers_and_a_tool_call_is_not_held_up(
 
 
 def test_live_statements_run_one_at_a_time(live: Callable[..., ServiceDispatcher]) -> None:
-    dispatcher = live(query_service=True, query_timeout_s=2.0)
+    dispatcher = live(query_service=True, query_timeout_s=1.0)
     answers: list[dict[str, Any]] = []
 
     def slow() -> None:
@@ -452,9 +452,9 @@ def test_live_statements_run_one_at_a_time(live: Callable[..., ServiceDispatcher
     assert len(answers) == 3 and not any(a["success"] for a in answers), answers
     errors = sorted(a["error"] for a in answers)
     # One ran to its timeout; the others waited for the slot (or found it still stopping).
-    assert sum("longer than 2 s" in e for e in errors) == 1, errors
+    assert sum("longer than 1 s" in e for e in errors) == 1, errors
     assert all(
-        "longer than 2 s" in e or "one runs at a time" in e or "still being stopped" in e
+        "longer than 1 s" in e or "one runs at a time" in e or "still being stopped" in e
         for e in errors
     ), errors
     graph = dispatcher.owner.call(lambda memory: memory.store.graph)
