@@ -335,7 +335,7 @@ def test_the_model_row_is_ingest_against_the_embedder_alone_on_distinct_texts(
     assert len(set(work.texts)) < len(work.texts)  # the patrol repeats itself
     model = _CountingEmbedder()
     floor = {"seconds": 0.01, "obs_per_s": 150_000.0}
-    row = _measure_model(work, model, 1200, floor, tmp_path / "m", SimClock(0.0), 500, False)
+    row = _measure_model(work, model, 1200, floor, tmp_path / "m", SimClock(0.0), 500)
     assert model.asked[0] == "a warm-up sentence, not timed"
     # Each of the 1,200 texts, made distinct, is embedded twice: by the embedder alone and by
     # the memory (which also embeds the names of the patrol's entity sightings).

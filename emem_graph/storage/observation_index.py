@@ -394,11 +394,12 @@ class ObservationIndex:
             times = snap.t[rows]
             if newest_first:
                 cut = int(np.searchsorted(times, times[rows.size - limit], side="left"))
-                rows = rows[cut:]
+                rows, times = rows[cut:], times[cut:]
             else:
                 cut = int(np.searchsorted(times, times[limit - 1], side="right"))
-                rows = rows[:cut]
-        times = snap.t[rows]
+                rows, times = rows[:cut], times[:cut]
+        else:
+            times = snap.t[rows]
         keys = -times if newest_first else times
         if rows.size > limit:
             part = np.argpartition(keys, limit - 1)[:limit]

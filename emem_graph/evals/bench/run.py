@@ -169,7 +169,7 @@ def run_bench(
         )
         exact = _measure_exact(work, embedder, repeats, progress)
         model_row = (
-            _measure_model(work, model, model_n, floor, out / "model", clock, batch_size, progress)
+            _measure_model(work, model, model_n, floor, out / "model", clock, batch_size)
             if model is not None
             else None
         )
@@ -364,7 +364,6 @@ def _measure_model(
     directory: Path,
     clock: SimClock,
     batch_size: int,
-    progress: bool,
 ) -> dict[str, Any]:
     """emem_graph embedding the texts itself, against the embedder alone on the same texts
     (and alone plus the floor). The texts are made distinct (the patrol repeats itself, and
