@@ -67,6 +67,8 @@ def test_find_ranks_like_its_contract_with_repeated_names_and_ties(seed: int) ->
         {"entity_type": "safety", "circle": (10.0, 10.0, 6.0)},
         {"name": "r", "circle": (3.0, 3.0, 9.0)},
         {"name": "sofa"},
+        {"name": "\x00"},  # NumPy's str arrays would read it as "" (every name)
+        {"name": "chair\x00"},
         {},
     ]
     for limit in (1, 10, 500):

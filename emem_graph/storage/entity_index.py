@@ -287,7 +287,13 @@ class _TextColumns:
         key = ("name", name.lower())
         mask = self.memo.get(key)
         if mask is None:
-            mask = (np.strings.find(self.names, key[1]) >= 0)[self.name_of]
+            if "\x00" in key[1]:
+                # NumPy's str arrays drop trailing NULs ("\x00" would read as "" and match
+                # every name): such a needle is matched by Python's own `in`.
+                found = np.array([key[1] in n for n in self.names.tolist()], dtype=bool)
+            else:
+                found = np.strings.find(self.names, key[1]) >= 0
+            mask = found[self.name_of]
             self._keep(key, mask)
         return mask
 
