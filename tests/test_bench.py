@@ -352,3 +352,11 @@ def test_the_model_row_is_ingest_against_the_embedder_alone_on_distinct_texts(
     figure = figures["ingest, embedding with hashing-384 (distinct texts)"]
     assert figure["target"] == ">= 0.9x baseline" and isinstance(figure["target_met"], bool)
     assert figure["ratio"] == pytest.approx(figure["ours"] / figure["baseline"], rel=1e-3)
+
+
+def test_a_model_n_below_one_is_one_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_bench(tmp_path, "--model", "hashing", "--model-n", "-5")) == 2
+    err = capsys.readouterr().err
+    assert "--model-n -5: give at least 1 observation" in err and "Traceback" not in err

@@ -119,12 +119,14 @@ def run_bench(
             under the same load of the machine, which two separate runs are not.
 
     Raises:
-        InvalidInputError: n, repeats or batch_size below 1, ``scale_n`` not between 1 and
-            n - 1, or an unknown ``compare``.
+        InvalidInputError: n, repeats, batch_size or ``model_n`` below 1, ``scale_n`` not
+            between 1 and n - 1, or an unknown ``compare``.
         BackendUnavailableError: ``compare="emem"`` and eMEM is not installed.
     """
     if n < 1 or repeats < 1 or batch_size < 1 or extract_n < 1:
         raise InvalidInputError("n, queries, batch size and extract-n must be at least 1")
+    if model_n is not None and model_n < 1:
+        raise InvalidInputError(f"--model-n {model_n}: give at least 1 observation")
     if scale_n is not None and not 1 <= scale_n < n:
         raise InvalidInputError(
             f"--scale-with {scale_n}: the smaller patrol needs 1 to {n - 1:,} observations "
