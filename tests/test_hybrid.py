@@ -266,12 +266,18 @@ def test_strong_hits_cut_relative_to_the_best_and_weights_favour_it():
 def _keyword_hits_reference(store, query_terms, n, where):
     """keyword_hits as it was before its cuts: every tied observation and every matching gist
     and entity made a hit, all sorted by (score, id), cut at n."""
-    from emem_graph.storage.keyword_index import KeywordHit, bm25
+    from emem_graph.storage.keyword_index import KeywordHit, Matches, bm25
     from emem_graph.storage.store import _best
 
     others, listed = store.vectors.keyword_others()
     wanted = where is None or where.kinds is None or "observation" in where.kinds
-    observed, other = bm25([store.index.keywords(), others], query_terms, (wanted, True))
+    keywords = store.index.keywords()
+    # Every live row of each matching text, with its text's bits (the observations' index is
+    # scored by distinct text only; tests/test_keyword_index.py holds that equal to by row).
+    by_text, other = bm25([keywords, others], query_terms, (wanted, True), by_text=(True, False))
+    rows, owner = keywords.rows_of_texts(by_text.rows.tolist())
+    order = np.argsort(rows)
+    observed = Matches(rows[order], by_text.scores[owner][order], by_text.coverage[owner][order])
     hits = []
     if observed.rows.shape[0]:
         keep = np.flatnonzero(store.index.admitted(observed.rows, where))

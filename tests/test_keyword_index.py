@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -130,8 +132,13 @@ def test_terms_keep_short_words_only_and_answer_alike() -> None:
 def test_document_frequency_kept_between_writes_equals_a_count(steps) -> None:
     """document_frequency() keeps its answers until a text holding the term is added or a
     text is removed: asked between any adds and removes, it equals a count of the live texts
-    holding the term (what search_gists' statistics read for the observations)."""
-    index = KeywordIndex()
+    holding the term (what search_gists' statistics read for the observations), also for an
+    index that keeps its postings by distinct text only (the observations')."""
+    for by_row in (True, False):
+        _document_frequency_equals_a_count(steps, KeywordIndex(by_row=by_row))
+
+
+def _document_frequency_equals_a_count(steps: list[tuple[str, Any]], index: KeywordIndex) -> None:
     live: dict[int, set[str]] = {}
     row = 0
     for kind, value in steps:
@@ -241,3 +248,19 @@ def test_scoring_by_distinct_text_gives_every_row_its_own_bits(
     assert expanded_rows[order].tolist() == by_row.rows.tolist()
     assert by_text.scores[owner][order].tobytes() == by_row.scores.tobytes()
     assert by_text.coverage[owner][order].tobytes() == by_row.coverage.tobytes()
+    # The observations' index keeps no postings by row: the same bits by text, and the same
+    # collection statistics when it is only counted (search_gists scores the other index).
+    text_only = KeywordIndex(by_row=False)
+    for first in range(0, len(rows), step):
+        text_only.add(rows[first : first + step], texts[first : first + step])
+    text_only.remove([r for r in removed if r < len(texts)])
+    alone, _ = bm25([text_only, other], query, by_text=(True, False))
+    assert alone.rows.tolist() == by_text.rows.tolist()
+    assert alone.scores.tobytes() == by_text.scores.tobytes()
+    assert alone.coverage.tobytes() == by_text.coverage.tobytes()
+    _, counted = bm25([index, other], query, scored=(False, True))
+    _, counted_alone = bm25([text_only, other], query, scored=(False, True))
+    assert counted_alone.rows.tolist() == counted.rows.tolist()
+    assert counted_alone.scores.tobytes() == counted.scores.tobytes()
+    with pytest.raises(RuntimeError, match="by text only"):
+        text_only.postings("red")

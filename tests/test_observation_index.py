@@ -541,7 +541,7 @@ def test_the_keyword_index_caught_up_in_slices_equals_one_built_whole(
     gives the allocators' free pages back after a large catch-up: the same postings, lengths
     and scores as an index given every text at once, also across appends between catch-ups."""
     from emem_graph.storage import observation_index as module
-    from emem_graph.storage.keyword_index import KeywordIndex, bm25, terms
+    from emem_graph.storage.keyword_index import KeywordIndex, Matches, bm25, terms
 
     released: list[int] = []
     monkeypatch.setattr(module, "KEYWORD_BUILD_ROWS", 7)
@@ -562,7 +562,10 @@ def test_the_keyword_index_caught_up_in_slices_equals_one_built_whole(
     whole = KeywordIndex()
     whole.add(range(90), [o.text for o in observations])
     for query in ("red cup", "kettle shelf", "two boiling cups", "nothing here"):
-        (got,) = bm25([caught_up], terms(query))
+        (by_text,) = bm25([caught_up], terms(query), by_text=[True])  # the index's one search
+        rows, owner = caught_up.rows_of_texts(by_text.rows.tolist())
+        order = np.argsort(rows)
+        got = Matches(rows[order], by_text.scores[owner][order], by_text.coverage[owner][order])
         (want,) = bm25([whole], terms(query))
         assert got.rows.tolist() == want.rows.tolist(), query
         assert np.array_equal(got.scores, want.scores), query

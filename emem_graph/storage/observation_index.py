@@ -143,7 +143,7 @@ class ObservationIndex:
         """Whether every row so far came in time order (then windows are found by bisection
         and latest readings by scanning back from the end, not by a pass over every row)."""
         self._body_codes: set[int] = set()
-        self._keywords = KeywordIndex()
+        self._keywords = KeywordIndex(by_row=False)  # searched by text (store.keyword_hits)
         self._keyword_rows = 0
         """Rows [0, _keyword_rows) are in _keywords (indexed when a keyword search asks)."""
         self._keyword_lock = threading.Lock()

@@ -46,6 +46,11 @@ class RowVectors(Generic[Encoded]):
             self._reserve(int(rows.max()) + 1)
             self._write(rows, encoded, only_missing)
 
+    def reserve(self, rows: int) -> None:
+        """Make room for ``rows`` rows now (a loader that knows how many will come)."""
+        with self._lock:
+            self._reserve(rows)
+
     def clear(self, rows: np.ndarray) -> None:
         """Forget the vectors of these rows (deleted from LanceDB; rows < 0 are skipped)."""
         rows = np.asarray(rows, dtype=np.int64)

@@ -841,6 +841,8 @@ class MemoryStore:
         batches_read = 0
         try:
             if copies:
+                for copy in copies:
+                    copy.reserve(len(self.index))  # once, not grown batch by batch
                 with closing(self.vectors.scan_vectors("observation")) as batches:
                     for ids, vectors in batches:
                         if self._closing.is_set():
