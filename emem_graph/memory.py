@@ -644,7 +644,20 @@ class SpatioTemporalMemory:
                 self._consolidation.flush_entities()
             except Exception as exc:  # staged still; the next flush() retries and raises
                 log.warning("writing entity sightings failed (will retry): %s", exc)
+            else:
+                self._warm_entity_lines()
         return len(batch)
+
+    def _warm_entity_lines(self) -> None:
+        # entity_query's lines of the entities just written, made here on the writer's
+        # thread rather than by the next question (RetrievalTools.warm_entity_lines).
+        try:
+            changed = self._store.entities.take_changed()
+            if changed:
+                self._store.entities.prepare()
+                self.tools.warm_entity_lines(changed)
+        except Exception:  # written already; a question makes the lines itself
+            log.exception("making entity lines after a write failed")
 
     def _set_aside(self, item: _Pending | _EntitySighting, error: BaseException) -> None:
         # An observation that fails alone in a working store (IngestBuffer) is kept in

@@ -92,3 +92,32 @@ def test_find_ranks_like_its_contract_with_repeated_names_and_ties(seed: int) ->
         got = [e.id for e in index.find(limit=50, **query)]
         assert got == _expected(now, 50, **query), query
     assert len(index.find(name="sofa", limit=50)) == 20
+
+
+def test_take_changed_gives_what_was_put_or_whose_stays_changed_latest_first_once() -> None:
+    """The writer makes entity_query's lines of the entities a write changed
+    (memory._warm_entity_lines): every entity put, or whose stays were put, moved away or
+    deleted, once, most recently seen first, as the kept objects."""
+    from emem_graph.models import EntityPosition
+
+    index = EntityIndex()
+    rng = np.random.default_rng(3)
+    a, b, c = _entities(rng, 3)
+    a.last_seen, b.last_seen, c.last_seen = 1.0, 3.0, 2.0
+    index.put([a, b, c])
+    taken = index.take_changed()
+    assert [e.id for e in taken] == [b.id, c.id, a.id]
+    assert index.take_changed() == []  # once
+    kept = {e.id: e for e in index.find(limit=99, shared=True)}
+    stay = EntityPosition(id="s1", entity_id=a.id, x=1.0, y=1.0, first_seen=0.0, last_seen=1.0)
+    index.put_stays([stay])
+    assert [e.id for e in index.take_changed()] == [a.id]
+    moved = stay.model_copy(update={"entity_id": c.id})  # a split hands the stay to c
+    index.put_stays([moved])
+    changed = index.take_changed()
+    assert {e.id for e in changed} == {a.id, c.id}
+    assert all(e is kept[e.id] for e in changed)  # the kept objects, not copies
+    index.put_stays([], deleted=["s1"])
+    assert [e.id for e in index.take_changed()] == [c.id]
+    index.prepare()  # derives find's columns now: find answers as before
+    assert [e.id for e in index.find(limit=99, shared=True)] == list(kept)

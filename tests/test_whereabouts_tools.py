@@ -289,3 +289,37 @@ def test_entity_query_keeps_a_bounded_number_of_lines_and_answers_alike(
         assert [mem.entity_query(name=name) for name in names] == before
         kept = mem.tools._entity_lines
         assert sum(len(line) + len(moved) for _, _, (_, line, moved) in kept.values()) <= 150
+
+
+def test_the_writer_makes_the_lines_of_the_entities_it_wrote(
+    make_memory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a write of entity sightings the flush makes their entity_query lines (a name's
+    first question then reads kept lines): a question after the move makes none, and its
+    answer is the one made from nothing kept."""
+    from emem_graph.retrieval import tools as tools_module
+
+    mem, cup = moved_cup(make_memory)
+    kept = mem.tools._entity_lines
+    current = mem.store.entities.find(name="red cup", shared=True)[0]
+    assert kept[cup][0] is current  # made by the writer: nothing was asked yet
+    for i in range(3):  # moved to the hallway
+        assert mem.add_entity("red cup", 30.0, 2.0, timestamp=T + HOUR + 1200 + 60 * i) == cup
+    mem.flush()
+    assert kept[cup][0] is mem.store.entities.find(name="red cup", shared=True)[0]
+    made: list[bool] = []
+    line = tools_module.RetrievalTools._entity_line
+
+    def spy(self: Any, entity: Any, own: Any) -> Any:
+        result = line(self, entity, own)
+        made.append(result[3])
+        return result
+
+    monkeypatch.setattr(tools_module.RetrievalTools, "_entity_line", spy)
+    answer = mem.entity_query(name="red cup")
+    assert made == [False], made
+    assert "now at (30.0, 2.0)" in answer
+    kept.clear()
+    mem.tools._entity_line_chars = 0
+    assert mem.entity_query(name="red cup") == answer  # made from nothing kept: the same
+    assert made == [False, True]

@@ -8,7 +8,8 @@ left out of the perception tools unless ``include_body_state`` is set.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -51,10 +52,15 @@ CONTEXT_LIMIT = 10
 """Items per section of get_current_context."""
 _EntityLine = tuple[EntityPosition | None, str, str]
 """An entity's current stay, its entity_query line and its ``moved:`` line."""
+_Made = tuple[EntityPosition | None, str, str, bool]
+"""An _EntityLine and whether it was made by this call (False: kept)."""
 ENTITY_LINES_MAX = 4096
 ENTITY_LINES_CHARS = 4_000_000
 """entity_query lines kept at most, and their characters at most (a thing that moved often
 has a long history line): past either, the kept lines start over."""
+ENTITY_WARM_MAX = 1024
+"""Entity lines the writer makes after one write at most (the most recently seen first):
+the first write after opening a memory of many entities changes every one."""
 ENTITY_POOL = 5
 ENTITY_POOL_MIN = 100
 """entity_query reads at least this many matches (ENTITY_POOL per result asked) and ranks
@@ -136,6 +142,7 @@ class RetrievalTools:
         # are the same ones (a repeated question 0.156 -> 0.080 ms at 100k observations, issue 23).
         self._entity_lines: dict[str, tuple[Entity, tuple[EntityPosition, ...], _EntityLine]] = {}
         self._entity_line_chars = 0
+        self._entity_lines_lock = threading.Lock()  # the writer warms them (warm_entity_lines)
 
     @property
     def _far(self) -> float:
@@ -383,16 +390,30 @@ class RetrievalTools:
         lines = []
         for entity in entities:
             own = stays.get(entity.id, [])
-            stay, seen, moved = self._entity_line(entity, own)
+            stay, seen, moved, _ = self._entity_line(entity, own)
             absent = None if stay is None else history.missed(self._stays, entity, stay, now)
             if absent is not None:
                 seen += f" [stale: not seen at its last position at {format_time(absent)}]"
             lines.append(seen + moved)
         return numbered(lines)
 
-    def _entity_line(self, entity: Entity, own: list[EntityPosition]) -> _EntityLine:
+    def warm_entity_lines(self, entities: Sequence[Entity]) -> int:
+        """Make the entity_query lines of these entities (the kept objects, as
+        EntityIndex.take_changed gives them, most recently seen first) now, on the writer's
+        thread after it wrote them, so that a question listing them reads kept lines: a
+        name's first question at 100k observations spent most of its time making them.
+        At most ENTITY_WARM_MAX of them. Returns how many lines were made."""
+        entities = list(entities)[:ENTITY_WARM_MAX]
+        stays = self._stays.positions_of([e.id for e in entities])
+        made = 0
+        for entity in entities:
+            made += self._entity_line(entity, stays.get(entity.id, []))[3]
+        return made
+
+    def _entity_line(self, entity: Entity, own: list[EntityPosition]) -> _Made:
         """An entity's current stay, its line and its ``moved:`` line ("" when it never
-        moved), kept while the entity and its stays are the same objects."""
+        moved), kept while the entity and its stays are the same objects; with whether it
+        was made now."""
         noted([entity])
         kept = self._entity_lines.get(entity.id)
         if (
@@ -401,7 +422,7 @@ class RetrievalTools:
             and len(kept[1]) == len(own)
             and all(a is b for a, b in zip(kept[1], own, strict=True))
         ):
-            return kept[2]
+            return (*kept[2], False)
         moved = history.history_line(entity, own)
         made = (
             history.current_stay(own),
@@ -409,17 +430,19 @@ class RetrievalTools:
             f"\n   moved: {moved}" if moved else "",
         )
         size = len(made[1]) + len(made[2])
-        if kept is not None:  # replaced: its characters are no longer kept
-            self._entity_line_chars -= len(kept[2][1]) + len(kept[2][2])
-        if (
-            len(self._entity_lines) >= ENTITY_LINES_MAX
-            or self._entity_line_chars + size > ENTITY_LINES_CHARS
-        ):
-            self._entity_lines.clear()
-            self._entity_line_chars = 0
-        self._entity_lines[entity.id] = (entity, tuple(own), made)
-        self._entity_line_chars += size
-        return made
+        with self._entity_lines_lock:  # a tool call and the writer's warm_entity_lines
+            kept = self._entity_lines.get(entity.id)
+            if kept is not None:  # replaced: its characters are no longer kept
+                self._entity_line_chars -= len(kept[2][1]) + len(kept[2][2])
+            if (
+                len(self._entity_lines) >= ENTITY_LINES_MAX
+                or self._entity_line_chars + size > ENTITY_LINES_CHARS
+            ):
+                self._entity_lines.clear()
+                self._entity_line_chars = 0
+            self._entity_lines[entity.id] = (entity, tuple(own), made)
+            self._entity_line_chars += size
+        return (*made, True)
 
     @tool_method
     def locate(

@@ -58,6 +58,8 @@ class EntityIndex:
         self._sightings = 0
         self._stays: dict[str, EntityPosition] = {}
         self._stays_of: dict[str, dict[str, EntityPosition]] = {}
+        self._changed: dict[str, None] = {}
+        """Ids of entities put, or whose stays changed, since take_changed() (in order)."""
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -91,6 +93,7 @@ class EntityIndex:
                 self._y[code] = entity.y
                 self._last_seen[code] = entity.last_seen
                 self._count[code] = entity.observation_count
+                self._changed[entity.id] = None
             self._columns = None
 
     def add_sightings(self, entity_ids: Sequence[str], observation_rows: np.ndarray) -> None:
@@ -123,10 +126,13 @@ class EntityIndex:
                 gone = self._stays.pop(stay_id, None)
                 if gone is not None:
                     self._drop_stay(gone)
+                    self._changed[gone.entity_id] = None
             for stay in stays:
                 before = self._stays.get(stay.id)
                 if before is not None and before.entity_id != stay.entity_id:
                     self._drop_stay(before)
+                    self._changed[before.entity_id] = None
+                self._changed[stay.entity_id] = None
                 kept = stay.model_copy() if copy else stay
                 self._stays[stay.id] = kept
                 self._stays_of.setdefault(stay.entity_id, {})[stay.id] = kept
@@ -162,6 +168,23 @@ class EntityIndex:
                 del self._stays_of[stay.entity_id]
 
     # --- reads ---------------------------------------------------------------------------------
+
+    def take_changed(self) -> list[Entity]:
+        """The entities put, or whose stays changed, since the last call, most recently seen
+        first: the kept objects (for readers that never change them). Forgets them."""
+        with self._lock:
+            changed, self._changed = self._changed, {}
+            found = [self._entities[i] for i in changed if i in self._entities]
+        return sorted(found, key=lambda e: (-e.last_seen, e.id))
+
+    def prepare(self) -> None:
+        """Derive now what find() derives after a change (the name and type columns, the
+        order without a circle): the writer calls it after a write, the next question then
+        does not."""
+        with self._lock:
+            n = len(self._ids)
+            if n:
+                self._text_columns().ranked(self._last_seen[:n], self._count[:n])
 
     def get(self, ids: Sequence[str]) -> dict[str, Entity]:
         """The entities of these ids that exist (copies: safe to modify)."""
