@@ -889,6 +889,7 @@ class MemoryStore:
             self.entities.add_sightings(
                 pairs.column(0).to_pylist(), self.index.rows_of(pairs.column(1).to_pylist())
             )
+        self.entities.take_changed()  # what was there at open is no write's change
 
     def _embed(self, texts: list[str]) -> list[np.ndarray]:
         if not texts:
