@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sim_clock import SimClock
 
-from emem_graph.filters import perception_filter
+from emem_graph.filters import VectorFilter, perception_filter
 from emem_graph.models import Observation
 from emem_graph.retrieval.locate import estimate_location, strong_hits
 from emem_graph.retrieval.search import (
@@ -19,7 +19,7 @@ from emem_graph.retrieval.search import (
     reciprocal_rank_fusion,
     split_request,
 )
-from emem_graph.storage.keyword_index import terms
+from emem_graph.storage.keyword_index import bm25, terms
 
 QUIET = {
     "entity_extract_flush_interval": 10**6,
@@ -330,6 +330,7 @@ def test_keyword_hits_cut_tie_groups_as_sorting_every_match_did(make_memory, has
     memory.flush()
     store = memory.store
     assert store.counts()["gists"] >= 3
+    episode = (store.active_episode_ids() or ["none"])[0]
     filters = [
         None,
         perception_filter(),
@@ -340,6 +341,18 @@ def test_keyword_hits_cut_tie_groups_as_sorting_every_match_did(make_memory, has
         perception_filter(time_after=1300.0, time_before=1600.0),
         perception_filter(area=(35.0, 9.0, 1.5)),
         perception_filter(time_after=2390.0),
+        # Areas are read from the circle's side (store._best_in_area): with the other
+        # conditions, rows exactly on the circle (the window rows lie on whole metres:
+        # 3-4-5 from (10, 5)), a radius of 0, a circle over every row (the walk again), one
+        # that keeps archived rows and gists, a body-state one and an episode.
+        perception_filter(area=(10.0, 5.0, 5.0)),
+        perception_filter(area=(10.0, 5.0, 5.0), layer="captions"),
+        perception_filter(area=(10.0, 10.0, 6.0), time_after=1300.0, time_before=1600.0),
+        perception_filter(area=(13.0, 9.0, 0.0)),
+        perception_filter(area=(20.0, 20.0, 1000.0)),
+        perception_filter(area=(10.0, 10.0, 6.0), include_body_state=True),
+        perception_filter(area=(10.0, 10.0, 6.0), episode_id=episode),
+        VectorFilter(center=(10.0, 10.0), radius=6.0),
     ]
     compared = 0
     for question in ["red chair", "chair", "red", "green door shelf", "box near shelf 2", "window"]:
@@ -350,3 +363,75 @@ def test_keyword_hits_cut_tie_groups_as_sorting_every_match_did(make_memory, has
                 assert got == _keyword_hits_reference(store, query_terms, n, where)
                 compared += bool(got)
     assert compared > 100
+
+
+def test_keyword_hits_in_an_area_read_from_the_circle_equal_the_sort_of_every_match(
+    make_memory, hashing
+):
+    """A filter with a circle is answered from the circle's side (its rows from the grid,
+    then the whole filter, each row scored by its text) instead of walking the best texts'
+    rows everywhere: on a 60 m map of repeated and distinct texts, several layers, body
+    states, rows archived by the index and rows lying exactly on circles (whole metres,
+    3-4-5 triangles), every answer equals the one made by sorting every match."""
+    rng = np.random.default_rng(11)
+    memory = make_memory("areas", embedder=hashing, **QUIET)
+    things = ["red chair", "blue chair", "red cup", "green door", "red box", "chair"]
+    for i in range(1500):
+        x, y = float(rng.integers(0, 60)), float(rng.integers(0, 60))
+        if i % 2:
+            x, y = x + float(rng.uniform(0, 1)), y + float(rng.uniform(0, 1))
+        text = things[i % 6] if i % 4 else f"{things[i % 6]} number {i} by shelf {i % 9}"
+        if i % 10 == 0:
+            memory.add_body_state(f"battery {i % 100} percent, chair motor warm", "battery",
+                                  x=x, y=y, timestamp=1000.0 + i)  # fmt: skip
+        else:
+            memory.add(text, x, y, timestamp=1000.0 + i,
+                       layer_name=("captions", "detections", "scene")[i % 3])  # fmt: skip
+    for i, thing in enumerate(things * 4):
+        memory.add_entity(thing, float(i % 60), float((7 * i) % 60), entity_type="object")
+    memory.flush()
+    store = memory.store
+    archived = [store.index.id_of(row) for row in range(0, 1500, 13)]
+    store.index.set_tier(archived, "archived")
+    store.index.keywords().remove(list(range(5, 1500, 17)))  # as deleted rows are
+    circles = [
+        (30.0, 30.0, 5.0),
+        (10.0, 5.0, 5.0),
+        (13.0, 9.0, 0.0),
+        (0.0, 0.0, 3.0),
+        (59.5, 59.5, 2.5),
+        (30.0, 30.0, 1000.0),
+        (25.0, 40.0, 8.0),
+    ]
+    centres = rng.uniform(0, 60, (12, 2)).tolist()
+    circles += [(x, y, r) for (x, y), r in zip(centres, rng.uniform(0.5, 9, 12), strict=True)]
+    # Whole-metre centres and radii of 3-4-5 and 5-12-13 triangles: rows on the circle.
+    whole = rng.integers(5, 55, (9, 2)).tolist()
+    radii = [5.0, 10.0, 13.0] * 3
+    circles += [(float(x), float(y), r) for (x, y), r in zip(whole, radii, strict=True)]
+    compared = used = 0
+    for cx, cy, r in circles:
+        filters = [
+            perception_filter(area=(cx, cy, r)),
+            perception_filter(area=(cx, cy, r), layer="captions"),
+            perception_filter(area=(cx, cy, r), time_after=1300.0, time_before=2100.0),
+            perception_filter(area=(cx, cy, r), include_body_state=True),
+            VectorFilter(center=(cx, cy), radius=r),
+            VectorFilter(center=(cx, cy), radius=r, tiers=("archived",)),
+            VectorFilter(
+                center=(cx, cy), radius=r, kinds=("observation",), layers=("scene", "captions")
+            ),
+        ]  # fmt: skip
+        for where in filters:
+            for question in ["red chair", "chair", "battery motor", "shelf 4 number", "door"]:
+                query_terms = terms(question)
+                for n in (1, 3, 10, 30):
+                    got = store.keyword_hits(query_terms, n, where)
+                    assert got == _keyword_hits_reference(store, query_terms, n, where), (
+                        cx, cy, r, where, question, n)  # fmt: skip
+                    compared += bool(got)
+            observed = bm25([store.index.keywords()], terms("chair"), by_text=(True,))[0]
+            found = store._best_in_area(store.index.keywords(), observed, 10, where)
+            used += found is not None
+    assert compared > 1000
+    assert used >= 100  # the circle's side answered most of them (not the walk again)

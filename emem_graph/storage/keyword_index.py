@@ -328,6 +328,16 @@ class KeywordIndex:
             live = self._live[rows]
             return rows[live], owner[live]
 
+    def texts_of_rows(self, rows: np.ndarray) -> np.ndarray:
+        """The distinct text number of each of these rows (non-negative), -1 for a row that
+        is not (or no longer) indexed or whose text holds no term."""
+        with self._lock:
+            found = np.full(rows.shape[0], -1, dtype=np.int64)
+            inside = np.flatnonzero((rows >= 0) & (rows < self._live.shape[0]))
+            held = rows[inside]
+            found[inside] = np.where(self._live[held], self._row_text[held], -1)
+            return found
+
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """(rows, term counts) of the live texts holding ``term`` (an index kept ``by_row``).
 

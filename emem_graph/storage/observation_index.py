@@ -423,6 +423,21 @@ class ObservationIndex:
         filters = (layer, time_after, time_before, include_body_state)
         return int(self._within(x, y, radius, filters).size)
 
+    def rows_in_circle(self, x: float, y: float, radius: float) -> np.ndarray | None:
+        """Every row of the whole index (ascending) within ``radius`` of (x, y), whatever its
+        layer, time, tier or source, read from the grid cells the circle covers; None when
+        those cells hold more than a quarter of the rows (a reader then does better another
+        way). A superset for a filter that adds conditions (admitted() decides them)."""
+        snap = self._snapshot()
+        if snap.n == 0:
+            return np.zeros(0, dtype=np.int64)
+        local = self._in_cells(snap, x, y, radius)
+        if local is None:
+            return None
+        part = snap.take(local)
+        inside = np.flatnonzero(_squared_distance(part, x, y) <= radius * radius)
+        return part.rows(inside).astype(np.int64, copy=False)
+
     def latest_within(
         self,
         x: float,

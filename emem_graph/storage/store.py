@@ -719,7 +719,11 @@ class MemoryStore:
         """The n best observations by (score, id) passing ``where``, of a BM25 scored by
         distinct text (``texts.rows`` are text numbers): the texts are walked best first in
         blocks (doubling) that end where the score changes, each block's rows filtered at
-        once, until n rows have passed; every text left then scores lower than they do."""
+        once, until n rows have passed; every text left then scores lower than they do.
+        An area is read from its own side instead (_best_in_area)."""
+        found = self._best_in_area(keywords, texts, n, where)
+        if found is not None:
+            return found
         total = texts.scores.shape[0]
         wanted = max(4 * n, 8 * FIRST_TEXT_BLOCK)
         order = _best_first(texts.scores, wanted)
@@ -750,6 +754,42 @@ class MemoryStore:
             return []
         rows = np.concatenate(rows_found)
         of_text = np.concatenate(texts_found)
+        scores = texts.scores[of_text]
+        best = _best(scores, n)
+        return [
+            KeywordHit(
+                self.index.id_of(int(rows[at])),
+                "observation",
+                float(scores[at]),
+                float(texts.coverage[of_text[at]]),
+            )
+            for at in _cut_by_id(scores, best, n, lambda at: self.index.id_of(int(rows[at])))
+        ]
+
+    def _best_in_area(
+        self, keywords: KeywordIndex, texts: Matches, n: int, where: VectorFilter | None
+    ) -> list[KeywordHit] | None:
+        """_best_observations for a filter with a circle, from the circle's side: its rows
+        (the observation index's grid), those passing the whole filter, each scored by its
+        text. The walk by text expands the best texts into every row holding them, most of
+        them outside a small area (a 1% area at 100k rows: 3.3 ms, of which ~3 went to
+        rows of other places). None when the filter has no circle or the circle's cells
+        hold a large share of the rows (then the walk stops early)."""
+        if where is None or where.center is None or where.radius is None:
+            return None
+        x, y, radius = float(where.center[0]), float(where.center[1]), float(where.radius)
+        if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(radius)) or radius < 0:
+            return None
+        # A hair wider than the circle: admitted() then decides the edge as the walk does.
+        rows = self.index.rows_in_circle(x, y, radius * (1.0 + 1e-9) + 1e-9)
+        if rows is None:
+            return None
+        rows = rows[self.index.admitted(rows, where)]
+        text_of = keywords.texts_of_rows(rows)
+        # texts.rows: the matched text numbers, ascending (never empty here).
+        at = np.minimum(np.searchsorted(texts.rows, text_of), texts.rows.shape[0] - 1)
+        matched = (text_of >= 0) & (texts.rows[at] == text_of)
+        rows, of_text = rows[matched], at[matched]
         scores = texts.scores[of_text]
         best = _best(scores, n)
         return [
