@@ -318,3 +318,39 @@ def test_with_the_sketch_off_lancedb_searches_every_area(make_memory: Any, minil
     vector = minilm.embed(["a red chair"])[0]
     where = VectorFilter(center=(3.0, 0.0), radius=5.0, exclude_tiers=("archived",))
     assert store.vector_hits(vector, 5, where) == store.vectors.search(vector, 5, where)
+
+
+def test_an_area_searched_by_lancedb_while_the_sketch_loads_ranks_as_the_sketch(
+    sketched: Any,
+) -> None:
+    """Until the sketch has loaded after an open, an area search it will answer goes to
+    LanceDB, whose rows are then scored with the sketch's arithmetic (their stored vectors
+    rounded as the sketch rounds them): the same ids and the same score bits before and
+    after the load, so near-ties keep their order (issue 21: answers never depend on
+    background work)."""
+    memory, minilm, now = sketched
+    store = memory.store
+    sketch = store.index.sketch
+    rows = np.arange(len(store.index))
+    ids = [store.index.id_of(int(r)) for r in rows.tolist()]
+    stored = store.vectors.vectors_of(ids)
+    held = [r for r, i in zip(rows.tolist(), ids, strict=True) if i in stored]
+    query = minilm.embed(["a coffee cup by the desk"])[0]
+    for picked in (held, held[7:300:3], held[-5:]):
+        matrix = np.stack([stored[store.index.id_of(r)] for r in picked])
+        assert np.array_equal(
+            sketch.scores(np.asarray(picked), query), sketch.scores_of_vectors(matrix, query)
+        )  # the same bits whichever rows come along
+    vectors = minilm.embed(QUERIES)
+    compared = 0
+    for where in _area_filters(np.random.default_rng(8), now):
+        for vector in vectors:
+            loaded = store.vector_hits(vector, 10, where)
+            store._sketch_loaded.clear()  # as right after an open
+            try:
+                loading = store.vector_hits(vector, 10, where)
+            finally:
+                store._sketch_loaded.set()
+            assert loading == loaded, where
+            compared += bool(loaded)
+    assert compared > 200

@@ -9,9 +9,10 @@ search took 36-53 ms, 2.5 us a row, where the same search over 20k rows stored s
 (20k rows: 6 ms).
 
 Scores are those of the int8 vectors: within about 1e-3 of the stored vectors' cosine
-similarity (each number is rounded to 1/127 of the row's largest one). The store uses the
-sketch only for areas holding many rows (SKETCH_MIN_ROWS); smaller areas are searched exactly
-by LanceDB.
+similarity (each number is rounded to 1/127 of the row's largest one). The store uses it for
+every area of a memory past exact_search_max_rows (areas of at least sketch_min_rows rows: 0 by
+default); while it loads, LanceDB answers those areas with its rows scored by
+scores_of_vectors, the same arithmetic.
 
 Memory: dim + 4 bytes per observation (388 MB at 1M observations of 384 dimensions).
 """
@@ -77,10 +78,16 @@ class VectorSketch(RowVectors[tuple[np.ndarray, np.ndarray]]):
             held = len(self._scales) * BLOCK
             inside = np.flatnonzero(rows < held)
             for block, at, part in self._by_block(rows[inside]):
-                scale = self._scales[block][at]
-                dots = self._codes[block][at].astype(np.float32) @ unit
-                out[inside[part]] = np.where(scale > 0, dots * scale, np.nan)
+                out[inside[part]] = _scored(self._codes[block][at], self._scales[block][at], unit)
         return out
+
+    def scores_of_vectors(self, matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """What scores() gives rows holding these vectors (float32, one per row, as LanceDB
+        stores them), without holding them: the same bits. For a search answered by LanceDB
+        while the sketch still loads, so that it ranks as the sketch will (NaN for a vector
+        the sketch would not hold)."""
+        codes, scales = self._encode(np.asarray(matrix, dtype=np.float32))
+        return _scored(codes, scales, unit_query(query))
 
     def __len__(self) -> int:
         """Rows holding a vector."""
@@ -104,3 +111,13 @@ class VectorSketch(RowVectors[tuple[np.ndarray, np.ndarray]]):
             (int(ordered[s]), rows[order[s:e]] % BLOCK, order[s:e])
             for s, e in zip(starts.tolist(), ends.tolist(), strict=True)
         ]
+
+
+def _scored(codes: np.ndarray, scales: np.ndarray, unit: np.ndarray) -> np.ndarray:
+    """Scores of int8 rows with their scales against a unit query (NaN: no vector). NumPy's
+    own loop (row_vectors.cosine's reason): a row scores the same bits in any batch, so a
+    LanceDB answer rescored with scores_of_vectors ranks as the sketch does; and on 2 cores
+    it is faster than BLAS here (1,600 rows 0.21 against 0.56 ms, 20k 6.9 against 9.4)."""
+    dots = np.einsum("ij,j->i", codes.astype(np.float32), unit)
+    scored: np.ndarray = np.where(scales > 0, dots * scales, np.nan)
+    return scored

@@ -554,19 +554,28 @@ class MemoryStore:
         if found is not None:
             return found
         matching = self.matching_rows(where)
-        if (
-            where is not None
+        sketch = self.index.sketch
+        sketched = (
+            sketch is not None
+            and where is not None
             and matching is not None
             and matching >= self.config.sketch_min_rows
-            and self._sketch_loaded.is_set()
-        ):
+            and _sketch_answers(where)
+        )
+        if sketched and where is not None and self._sketch_loaded.is_set():
             found = self._sketch_hits(vector, n, where)
             if found is not None:
                 return found
-        # A memory searched in process once its exact copy has loaded is searched by LanceDB
-        # until then: scored as in process (the same bits), the answer is the same either way.
+        # A memory searched in process once its exact copy (or, for this area, its sketch)
+        # has loaded is searched by LanceDB until then: scored as in process (the same bits),
+        # the answer is the same either way.
         return self.vectors.search(
-            vector, n, where, matching=matching, rescore=self._exact is not None
+            vector,
+            n,
+            where,
+            matching=matching,
+            rescore=self._exact is not None or sketched,
+            observation_scores=sketch.scores_of_vectors if sketched and sketch else None,
         )
 
     def matching_rows(self, where: VectorFilter | None) -> int | None:
@@ -645,14 +654,9 @@ class MemoryStore:
         self, vector: np.ndarray, n: int, where: VectorFilter
     ) -> list[VectorHit] | None:
         """An area search in process, or None when the filter has conditions the observation
-        index does not hold (then LanceDB searches). _index_area admits only filters whose
-        kinds include observations."""
+        index does not hold (_sketch_answers; then LanceDB searches)."""
         area = _index_area(where)
-        if area is None or where.tiers is not None:
-            return None
-        if set(where.exclude_tiers or ()) != {"archived"}:
-            return None  # the index never answers archived rows, and only leaves those out
-        if not set(where.exclude_source_types or ()) <= {INTEROCEPTION}:
+        if area is None or not _sketch_answers(where):
             return None
         nearest = self.index.nearest_to_vector(vector, limit=n, **area)
         hits = [VectorHit(id=i, kind="observation", score=s) for i, s in nearest]
@@ -1148,6 +1152,17 @@ def _best(scores: np.ndarray, n: int) -> np.ndarray:
         return np.arange(scores.shape[0])
     kth = np.partition(scores, scores.shape[0] - n)[scores.shape[0] - n]
     return np.flatnonzero(scores >= kth)
+
+
+def _sketch_answers(where: VectorFilter) -> bool:
+    """Whether _sketch_hits can answer an area filter: every condition held by the
+    observation index (_index_area: kinds that include observations, one layer at most),
+    archived rows left out and nothing else, body states alone left out if any."""
+    if _index_area(where) is None or where.tiers is not None:
+        return False
+    if set(where.exclude_tiers or ()) != {"archived"}:
+        return False  # the index never answers archived rows, and only leaves those out
+    return set(where.exclude_source_types or ()) <= {INTEROCEPTION}
 
 
 def _index_area(where: VectorFilter | None) -> dict[str, Any] | None:

@@ -384,6 +384,7 @@ class VectorStore:
         *,
         matching: int | None = None,
         rescore: bool = False,
+        observation_scores: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
     ) -> list[VectorHit]:
         """The ``n`` nearest rows by cosine similarity among those passing ``where``.
 
@@ -405,6 +406,10 @@ class VectorStore:
                 the last bits, enough to swap near-ties between two runs on one memory.
                 Costs reading the rows' vectors (1-3 ms at 100k rows), so it is asked for
                 only there.
+            observation_scores: with ``rescore``, how the observation rows are scored from
+                their stored vectors (and the query) instead: an area search that the vector
+                sketch answers once it has loaded (VectorSketch.scores_of_vectors), so that
+                near-ties are ordered alike before and after. NaN: the row is left out.
         """
         query_vector = self._check_vector(vector)
 
@@ -464,8 +469,15 @@ class VectorStore:
             ]
         if not rows:
             return []
-        units, usable = unit_rows(np.stack([r["vector"] for r in rows]))
-        scores = cosine(units, unit_query(query_vector)).tolist()
+        stacked = np.stack([r["vector"] for r in rows])
+        units, usable = unit_rows(stacked)
+        scored = cosine(units, unit_query(query_vector))
+        if observation_scores is not None:
+            observed = np.array([r["kind"] == "observation" for r in rows], dtype=bool)
+            if observed.any():
+                scored[observed] = observation_scores(stacked[observed], query_vector)
+                usable = usable & ~(observed & np.isnan(scored))
+        scores = scored.tolist()
         ranked = sorted(
             (
                 (float(score), r["id"], r["kind"])
