@@ -354,3 +354,28 @@ def test_an_area_searched_by_lancedb_while_the_sketch_loads_ranks_as_the_sketch(
             assert loading == loaded, where
             compared += bool(loaded)
     assert compared > 200
+
+
+def test_sketch_min_rows_leaves_smaller_areas_to_lancedb(sketched: Any, monkeypatch: Any) -> None:
+    """An area of fewer rows than sketch_min_rows is searched by LanceDB, one of at least
+    that many by the sketch; with 0 (the default) the area's rows are not even counted."""
+    memory, minilm, _ = sketched
+    store = memory.store
+    vector = minilm.embed(["a red chair"])[0]
+    where = VectorFilter(center=(15.0, 15.0), radius=4.0, exclude_tiers=("archived",))
+    rows = store.matching_rows(where)
+    assert rows is not None and rows > 10
+    asked: list[str] = []
+    sketch_hits, matching_rows = store._sketch_hits, store.matching_rows
+    monkeypatch.setattr(store, "_sketch_hits", lambda *a: asked.append("sketch") or sketch_hits(*a))
+    monkeypatch.setattr(store, "matching_rows", lambda w: asked.append("count") or matching_rows(w))
+    for floor, expected in ((0, ["sketch"]), (rows, ["count", "sketch"]), (rows + 1, ["count"])):
+        config = store.config.model_copy(update={"sketch_min_rows": floor})
+        monkeypatch.setattr(store, "config", config)
+        asked.clear()
+        hits = store.vector_hits(vector, 10, where)
+        assert asked == expected, floor
+        if "sketch" not in expected:
+            assert hits == store.vectors.search(vector, 10, where, matching=rows)
+        else:
+            assert [h.id for h in hits] == [h.id for h in sketch_hits(vector, 10, where)]

@@ -542,10 +542,10 @@ class MemoryStore:
 
         Searched exactly in process: over gists and entities alone (the vector store's copy
         of their rows), and any search of a memory of at most ``exact_search_max_rows``
-        observations (ExactVectors, with that copy). Otherwise an area filter's row count is
-        estimated from the in-process indexes (matching_rows); an area holding at least
-        ``sketch_min_rows`` rows is searched in process (the observations' vector sketch and
-        the copy of the gist and entity rows), any other search by LanceDB."""
+        observations (ExactVectors, with that copy). Otherwise an area is searched in process
+        (the observations' vector sketch and the copy of the gist and entity rows): every
+        area with ``sketch_min_rows`` 0, else one holding at least that many rows (counted
+        from the in-process indexes, matching_rows); any other search by LanceDB."""
         if where is not None and where.kinds is not None and "observation" not in where.kinds:
             # Gists and entities only: the vector store's in-process copy of their rows, exact
             # (LanceDB's search skipping every observation cost 8-9 ms at 100k rows).
@@ -553,15 +553,14 @@ class MemoryStore:
         found = self._exact_hits(vector, n, where)
         if found is not None:
             return found
-        matching = self.matching_rows(where)
         sketch = self.index.sketch
-        sketched = (
-            sketch is not None
-            and where is not None
-            and matching is not None
-            and matching >= self.config.sketch_min_rows
-            and _sketch_answers(where)
-        )
+        # The area's row count only matters against a sketch_min_rows above 0, or to LanceDB:
+        # counted only then (a pass over the area's grid cells: 0.3 ms at 100k rows).
+        matching: int | None = None
+        sketched = sketch is not None and where is not None and _sketch_answers(where)
+        if sketched and self.config.sketch_min_rows > 0:
+            matching = self.matching_rows(where)
+            sketched = matching is not None and matching >= self.config.sketch_min_rows
         if sketched and where is not None and self._sketch_loaded.is_set():
             found = self._sketch_hits(vector, n, where)
             if found is not None:
@@ -569,6 +568,8 @@ class MemoryStore:
         # A memory searched in process once its exact copy (or, for this area, its sketch)
         # has loaded is searched by LanceDB until then: scored as in process (the same bits),
         # the answer is the same either way.
+        if matching is None:
+            matching = self.matching_rows(where)
         return self.vectors.search(
             vector,
             n,
