@@ -757,19 +757,7 @@ class MemoryStore:
             start, block = stop, 2 * block
         if not rows_found:
             return []
-        rows = np.concatenate(rows_found)
-        of_text = np.concatenate(texts_found)
-        scores = texts.scores[of_text]
-        best = _best(scores, n)
-        return [
-            KeywordHit(
-                self.index.id_of(int(rows[at])),
-                "observation",
-                float(scores[at]),
-                float(texts.coverage[of_text[at]]),
-            )
-            for at in _cut_by_id(scores, best, n, lambda at: self.index.id_of(int(rows[at])))
-        ]
+        return self._text_hits(texts, np.concatenate(rows_found), np.concatenate(texts_found), n)
 
     def _best_in_area(
         self, keywords: KeywordIndex, texts: Matches, n: int, where: VectorFilter | None
@@ -794,7 +782,13 @@ class MemoryStore:
         # texts.rows: the matched text numbers, ascending (never empty here).
         at = np.minimum(np.searchsorted(texts.rows, text_of), texts.rows.shape[0] - 1)
         matched = (text_of >= 0) & (texts.rows[at] == text_of)
-        rows, of_text = rows[matched], at[matched]
+        return self._text_hits(texts, rows[matched], at[matched], n)
+
+    def _text_hits(
+        self, texts: Matches, rows: np.ndarray, of_text: np.ndarray, n: int
+    ) -> list[KeywordHit]:
+        """The n best of these observation rows by (score, id), each scored by its matched
+        text (``of_text``: its position in ``texts``)."""
         scores = texts.scores[of_text]
         best = _best(scores, n)
         return [
