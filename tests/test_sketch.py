@@ -379,3 +379,20 @@ def test_sketch_min_rows_leaves_smaller_areas_to_lancedb(sketched: Any, monkeypa
             assert hits == store.vectors.search(vector, 10, where, matching=rows)
         else:
             assert [h.id for h in hits] == [h.id for h in sketch_hits(vector, 10, where)]
+
+
+def test_an_area_holding_no_rows_is_answered_empty_by_the_sketch(sketched: Any) -> None:
+    """A circle between the rows (or off the map) gives the sketch no rows to score: no
+    hits, not an error (with sketch_min_rows 0 such an area is no longer sent to LanceDB)."""
+    memory, minilm, _ = sketched
+    store = memory.store
+    vector = minilm.embed(["a red chair"])[0]
+    for center, radius in (((15.0, 15.0), 1e-300), ((500.0, -500.0), 3.0), ((15.0, 15.0), 0.0)):
+        where = VectorFilter(center=center, radius=radius, exclude_tiers=("archived",))
+        hits = store._sketch_hits(vector, 10, where)
+        assert hits is not None
+        assert [h for h in hits if h.kind == "observation"] == []
+        assert store.vector_hits(vector, 10, where) == hits
+    assert store.index.sketch.scores(np.zeros(0, dtype=np.int64), vector).shape == (0,)
+    answer = memory.semantic_search("a red chair", near_x=500.0, near_y=-500.0, spatial_radius=3.0)
+    assert isinstance(answer, str)

@@ -101,7 +101,10 @@ class VectorSketch(RowVectors[tuple[np.ndarray, np.ndarray]]):
 
     @staticmethod
     def _by_block(rows: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
-        """(block, rows within it, positions in ``rows``) for each block ``rows`` touch."""
+        """(block, rows within it, positions in ``rows``) for each block ``rows`` touch
+        (none for no rows: an area holding none)."""
+        if rows.size == 0:
+            return []
         blocks = rows // BLOCK
         order = np.argsort(blocks, kind="stable")
         ordered = blocks[order]
