@@ -299,10 +299,12 @@ def find_entities(
     circle: Circle | None = None,
     limit: int = 10,
     shared: bool = False,
+    latest_first: bool = False,
 ) -> list[Entity]:
     """Entities by name substring and type (case-insensitive), area and last sighting (the
     store's in-process index; queries/find_entities.cypher is the same read in Cypher).
-    ``shared``: the index's own objects, for a caller that only reads them."""
+    ``shared``: the index's own objects, for a caller that only reads them;
+    ``latest_first``: latest seen first, then by id (EntityIndex.find)."""
     return store.entities.find(
         name=name,
         entity_type=entity_type,
@@ -310,6 +312,7 @@ def find_entities(
         circle=None if circle is None else (circle.x, circle.y, circle.radius),
         limit=limit,
         shared=shared,
+        latest_first=latest_first,
     )
 
 

@@ -61,10 +61,6 @@ has a long history line): past either, the kept lines start over."""
 ENTITY_WARM_MAX = 1024
 """Entity lines the writer makes after one write at most (the most recently seen first):
 the first write after opening a memory of many entities changes every one."""
-ENTITY_POOL = 5
-ENTITY_POOL_MIN = 100
-"""entity_query reads at least this many matches (ENTITY_POOL per result asked) and ranks
-them by last sighting (the index orders by count, then recency)."""
 RECALL_RELEVANCE = 0.7
 """recall lists an item around the place when the query's search returned it with a cosine
 similarity at least this fraction of the best hit's, or when it names the query's head noun;
@@ -380,12 +376,12 @@ class RetrievalTools:
             entity_type=entity_type,
             last_seen_after=parse_optional_time(last_seen_after, now, name="last_seen_after"),
             circle=_circle(near_x, near_y, spatial_radius),
-            limit=max(n_results * ENTITY_POOL, ENTITY_POOL_MIN),
+            limit=n_results,
             shared=True,  # only formatted here
+            latest_first=True,
         )
         if not entities:
             return "No entities found."
-        entities = sorted(entities, key=lambda e: (-e.last_seen, e.id))[:n_results]
         stays = self._stays.positions_of([e.id for e in entities])
         lines = []
         for entity in entities:

@@ -58,6 +58,9 @@ class EntityIndex:
         self._sightings = 0
         self._stays: dict[str, EntityPosition] = {}
         self._stays_of: dict[str, dict[str, EntityPosition]] = {}
+        self._ordered: dict[str, list[EntityPosition]] = {}
+        """Each entity's stays in stays_of()'s order, made on first read, dropped when they
+        change (entity_query reads them for every entity it lists, call after call)."""
         self._changed: dict[str, None] = {}
         """Ids of entities put, or whose stays changed, since take_changed() (in order)."""
 
@@ -133,6 +136,7 @@ class EntityIndex:
                     self._drop_stay(before)
                     self._changed[before.entity_id] = None
                 self._changed[stay.entity_id] = None
+                self._ordered.pop(stay.entity_id, None)
                 kept = stay.model_copy() if copy else stay
                 self._stays[stay.id] = kept
                 self._stays_of.setdefault(stay.entity_id, {})[stay.id] = kept
@@ -147,12 +151,16 @@ class EntityIndex:
         with self._lock:
             found: dict[str, list[EntityPosition]] = {}
             for entity_id in entity_ids:
-                own = self._stays_of.get(entity_id)
-                if own:
+                ordered = self._ordered.get(entity_id)
+                if ordered is None:
+                    own = self._stays_of.get(entity_id)
+                    if not own:
+                        continue
                     ordered = sorted(own.values(), key=lambda s: (s.first_seen, s.id))
-                    found[entity_id] = (
-                        ordered if shared else [stay.model_copy() for stay in ordered]
-                    )
+                    self._ordered[entity_id] = ordered
+                found[entity_id] = (
+                    list(ordered) if shared else [stay.model_copy() for stay in ordered]
+                )
             return found
 
     def stay_count(self) -> int:
@@ -161,6 +169,7 @@ class EntityIndex:
             return len(self._stays)
 
     def _drop_stay(self, stay: EntityPosition) -> None:
+        self._ordered.pop(stay.entity_id, None)
         own = self._stays_of.get(stay.entity_id)
         if own is not None:
             own.pop(stay.id, None)
@@ -179,12 +188,14 @@ class EntityIndex:
 
     def prepare(self) -> None:
         """Derive now what find() derives after a change (the name and type columns, the
-        order without a circle): the writer calls it after a write, the next question then
+        orders without a circle): the writer calls it after a write, the next question then
         does not."""
         with self._lock:
             n = len(self._ids)
             if n:
-                self._text_columns().ranked(self._last_seen[:n], self._count[:n])
+                columns = self._text_columns()
+                columns.ranked(self._last_seen[:n], self._count[:n])
+                columns.latest(self._last_seen[:n])
 
     def get(self, ids: Sequence[str]) -> dict[str, Entity]:
         """The entities of these ids that exist (copies: safe to modify)."""
@@ -200,12 +211,14 @@ class EntityIndex:
         circle: tuple[float, float, float] | None = None,
         limit: int = 10,
         shared: bool = False,
+        latest_first: bool = False,
     ) -> list[Entity]:
         """Entities by name substring and type (case-insensitive), area (x, y, radius) and last
         sighting: nearest first within a circle, otherwise most often seen, then latest seen,
-        then by id (queries/find_entities.cypher is the same read in Cypher). Copies, or with
-        ``shared`` the kept objects, for readers that never change them (put() replaces a
-        kept entity, never alters it)."""
+        then by id (queries/find_entities.cypher is the same read in Cypher); with
+        ``latest_first``, latest seen first, then by id, inside a circle or not (what
+        entity_query lists). Copies, or with ``shared`` the kept objects, for readers that
+        never change them (put() replaces a kept entity, never alters it)."""
         with self._lock:
             n = len(self._ids)
             if n == 0:
@@ -221,8 +234,11 @@ class EntityIndex:
                 recent = self._last_seen[:n] >= last_seen_after
                 mask = recent if mask is None else mask & recent
             if circle is None:
-                # Most often seen, then latest, then id: one order kept until the next change.
-                ranked = columns.ranked(self._last_seen[:n], self._count[:n])
+                # One order kept until the next change (by count or by last sighting).
+                if latest_first:
+                    ranked = columns.latest(self._last_seen[:n])
+                else:
+                    ranked = columns.ranked(self._last_seen[:n], self._count[:n])
                 picked = ranked if mask is None else ranked[mask[ranked]]
                 codes = picked[:limit]
             else:
@@ -230,7 +246,11 @@ class EntityIndex:
                 d2 = (self._x[:n] - x) ** 2 + (self._y[:n] - y) ** 2
                 inside = d2 <= radius * radius
                 found = np.flatnonzero(inside if mask is None else mask & inside)
-                keys = (-self._last_seen[:n], -self._count[:n], d2)
+                keys: tuple[np.ndarray, ...] = (
+                    (-self._last_seen[:n],)
+                    if latest_first
+                    else (-self._last_seen[:n], -self._count[:n], d2)
+                )
                 order = np.lexsort([columns.id_rank[found], *(key[found] for key in keys)])
                 codes = found[order[:limit]]
             chosen = [self._entities[self._ids[c]] for c in codes.tolist()]
@@ -335,6 +355,15 @@ class _TextColumns:
         order = self.memo.get(key)
         if order is None:
             order = np.lexsort([self.id_rank, -last_seen, -count])
+            self._keep(key, order)
+        return order
+
+    def latest(self, last_seen: np.ndarray) -> np.ndarray:
+        """Every entity's code, latest seen first, then by id."""
+        key = ("latest", "")
+        order = self.memo.get(key)
+        if order is None:
+            order = np.lexsort([self.id_rank, -last_seen])
             self._keep(key, order)
         return order
 
