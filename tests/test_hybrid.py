@@ -269,7 +269,7 @@ def _keyword_hits_reference(store, query_terms, n, where):
     from emem_graph.storage.keyword_index import KeywordHit, Matches, bm25
     from emem_graph.storage.store import _best
 
-    others, listed = store.vectors.keyword_others()
+    others, listed, _ = store.vectors.keyword_others()
     wanted = where is None or where.kinds is None or "observation" in where.kinds
     keywords = store.index.keywords()
     # Every live row of each matching text, with its text's bits (the observations' index is
@@ -338,6 +338,12 @@ def test_keyword_hits_cut_tie_groups_as_sorting_every_match_did(make_memory, has
         perception_filter(area=(10.0, 10.0, 6.0)),
         perception_filter(kinds=("gist", "entity")),
         perception_filter(kinds=("entity",), area=(5.0, 3.0, 4.0)),
+        # One kind of the gists and entities, or none of them (keyword_hits leaves the other
+        # kind's rows out before walking them).
+        perception_filter(kinds=("gist",)),
+        perception_filter(kinds=("entity",)),
+        VectorFilter(kinds=("observation",)),
+        VectorFilter(kinds=()),
         perception_filter(time_after=1300.0, time_before=1600.0),
         perception_filter(area=(35.0, 9.0, 1.5)),
         perception_filter(time_after=2390.0),

@@ -174,6 +174,10 @@ class KeywordIndex:
         self._row_text = np.zeros(0, dtype=np.int32)
         self._text_postings: dict[str, array[int]] = {}
         self._text_counts: dict[str, array[int]] = {}
+        self._decoded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        """postings()' answers of short postings (DECODED_ROWS rows at most), until any
+        text is added or removed: the gist and entity index is built once per change and
+        searched by every question (search_gists decoded its postings per term, per call)."""
 
     @property
     def docs(self) -> int:
@@ -224,6 +228,7 @@ class KeywordIndex:
                 blank.append(row)
         tokenised = [(text, _counted(text, memo), held) for text, held in grouped.items()]
         with self._lock:
+            self._decoded.clear()
             top = max(rows, default=-1) + 1
             if top > self._length.shape[0]:
                 size = max(top, 2 * self._length.shape[0], 1024)
@@ -288,6 +293,7 @@ class KeywordIndex:
         """Leave these rows out of every later search."""
         with self._lock:
             self._frequency.clear()
+            self._decoded.clear()
             for row in rows:
                 if 0 <= row < self._live.shape[0] and self._live[row]:
                     self._live[row] = False
@@ -347,13 +353,21 @@ class KeywordIndex:
         if not self._by_row:
             raise RuntimeError("this keyword index is searched by text only (by_row=False)")
         with self._lock:
+            known = self._decoded.get(term)
+            if known is not None:
+                return known
             rows = self._rows.get(term)
             if rows is None:
                 return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
             found = np.frombuffer(rows, dtype=np.uint32).astype(np.int64)
             counts = np.frombuffer(self._counts[term], dtype=np.uint16).astype(np.float32)
             live = self._live[found]
-            return found[live], counts[live]
+            decoded = (found[live], counts[live])
+            if found.shape[0] <= DECODED_ROWS and len(self._decoded) < DECODED_TERMS:
+                for array_ in decoded:
+                    array_.flags.writeable = False  # shared by later calls
+                self._decoded[term] = decoded
+            return decoded
 
     def lengths(self, rows: np.ndarray) -> np.ndarray:
         """The term counts of these rows' texts."""
@@ -361,6 +375,11 @@ class KeywordIndex:
             length: np.ndarray = self._length[rows]
             return length
 
+
+DECODED_ROWS = 4096
+DECODED_TERMS = 4096
+"""postings() keeps its answers for terms of at most DECODED_ROWS rows, DECODED_TERMS terms
+at most (then it decodes the others each time)."""
 
 _NO_POSTINGS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
 _NO_TEXTS = (
@@ -481,6 +500,10 @@ ms sorted against 9.4 dense, 250k 6.1 against 4.4, 125k 2.9 against 3.6; over 10
 two cross at about 1/8 as well (12.5k: 0.22 against 0.15 ms)."""
 
 
+DENSE_SUM_ROWS = 4096
+"""summed_by_row adds densely whatever the share when the row numbers are below this."""
+
+
 def summed_by_row(
     rows: np.ndarray, scores: np.ndarray, weights: np.ndarray, *, dense: bool | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -491,7 +514,9 @@ def summed_by_row(
         return rows, scores.astype(np.float64), weights.astype(np.float64)
     top = int(rows.max()) + 1
     if dense is None:
-        dense = rows.shape[0] * DENSE_SUM_SHARE >= top
+        # Also over few row numbers (the gist and entity index): np.unique and np.add.at
+        # cost more there than two short bincounts.
+        dense = rows.shape[0] * DENSE_SUM_SHARE >= top or top <= DENSE_SUM_ROWS
     if dense:
         hit = np.zeros(top, dtype=bool)
         hit[rows] = True

@@ -686,7 +686,7 @@ class MemoryStore:
         same scores (LanceDB's full-text scores change as its index catches up)."""
         if n < 1 or not query_terms:
             return []
-        others, listed = self.vectors.keyword_others()
+        others, listed, gists = self.vectors.keyword_others()
         # Observations still count in the collection's statistics when the filter leaves
         # them out (search_gists), but their matches are not scored. They are scored once per
         # distinct text: a robot repeats itself (a 1M patrol holds ~8,600 texts).
@@ -701,13 +701,18 @@ class MemoryStore:
         # The gist and entity rows are listed by id: best first by (score, row) is by (score,
         # id), and the filter is asked only until n rows have passed it.
         kinds = None if where is None else where.kinds
+        order = np.lexsort((other.rows, -other.scores))
+        if kinds is not None and not ("gist" in kinds and "entity" in kinds):
+            # One kind asked (search_gists) or none: the others' rows are left out at once.
+            if "gist" in kinds or "entity" in kinds:
+                order = order[gists[other.rows[order]] == ("gist" in kinds)]
+            else:
+                order = order[:0]
         taken = 0
-        for at in np.lexsort((other.rows, -other.scores)).tolist():
+        for at in order.tolist():
             if taken == n:
                 break
             found = listed[int(other.rows[at])]
-            if kinds is not None and found.kind not in kinds:
-                continue
             if where is None or where.admits_row(found):
                 hits.append(
                     KeywordHit(

@@ -16,7 +16,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -233,7 +233,7 @@ class VectorStore:
         self._others = others
         self._others_columns: _OtherColumns | None = None
         """The rows of _others with their columns as arrays, rebuilt after a change."""
-        self._others_keywords: tuple[KeywordIndex, list[VectorRow]] | None = None
+        self._others_keywords: tuple[KeywordIndex, list[VectorRow], np.ndarray] | None = None
         """A keyword index of the texts of _others (sorted by id), rebuilt after a change."""
         self._fts_rebuild: threading.Thread | None = None
         """Replacing a full-text index found damaged by a search (_rebuild_fts)."""
@@ -625,9 +625,7 @@ class VectorStore:
                 self._others_columns = _OtherColumns.of(list(self._others.values()))
             columns = self._others_columns
         listed = columns.rows
-        near = np.ones(len(listed), dtype=bool)
-        if where.kinds is not None:
-            near &= np.isin(columns.kinds, list(where.kinds))
+        near = columns.of_kinds(where.kinds)
         if where.center is not None and where.radius is not None:
             # The circle as in_circle computes it, for every row at once (then the rest of
             # the filter row by row, on the few rows inside).
@@ -649,15 +647,17 @@ class VectorStore:
         )
         return [VectorHit(id=i, kind=kind, score=score) for score, i, kind in ranked[:n]]
 
-    def keyword_others(self) -> tuple[KeywordIndex, list[VectorRow]]:
+    def keyword_others(self) -> tuple[KeywordIndex, list[VectorRow], np.ndarray]:
         """A keyword index over the gist and entity rows' texts, by position in the list of
-        those rows (sorted by id) it comes with."""
+        those rows (sorted by id) it comes with, and which of them are gists (a bool array
+        by position: the others are entities)."""
         with self._others_lock:
             if self._others_keywords is None:
                 listed = sorted(self._others.values(), key=lambda row: row.id)
                 index = KeywordIndex()
                 index.add(range(len(listed)), [row.text for row in listed])
-                self._others_keywords = (index, listed)
+                gists = np.array([row.kind == "gist" for row in listed], dtype=bool)
+                self._others_keywords = (index, listed, gists)
             return self._others_keywords
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
@@ -1002,6 +1002,21 @@ class _OtherColumns:
     ys: np.ndarray
     units: np.ndarray
     usable: np.ndarray
+    kind_masks: dict[tuple[str, ...] | None, np.ndarray] = field(default_factory=dict)
+    """of_kinds' masks by the kinds asked (a filter names one or two kinds)."""
+
+    def of_kinds(self, kinds: Sequence[str] | None) -> np.ndarray:
+        """A new mask of the rows of these kinds (all rows: None)."""
+        key = None if kinds is None else tuple(kinds)
+        mask = self.kind_masks.get(key)
+        if mask is None:
+            if key is None:
+                mask = np.ones(len(self.rows), dtype=bool)
+            else:
+                mask = np.isin(self.kinds, list(key))
+            if len(self.kind_masks) < 16:
+                self.kind_masks[key] = mask
+        return mask.copy()
 
     @staticmethod
     def of(rows: list[VectorRow]) -> _OtherColumns:
