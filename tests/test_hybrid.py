@@ -269,7 +269,8 @@ def _keyword_hits_reference(store, query_terms, n, where):
     from emem_graph.storage.keyword_index import KeywordHit, Matches, bm25
     from emem_graph.storage.store import _best
 
-    others, listed, _ = store.vectors.keyword_others()
+    kept = store.vectors.keyword_others()
+    others, listed = kept.keywords, kept.rows
     wanted = where is None or where.kinds is None or "observation" in where.kinds
     keywords = store.index.keywords()
     # Every live row of each matching text, with its text's bits (the observations' index is

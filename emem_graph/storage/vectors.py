@@ -19,7 +19,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import lancedb
 import numpy as np
@@ -233,7 +233,7 @@ class VectorStore:
         self._others = others
         self._others_columns: _OtherColumns | None = None
         """The rows of _others with their columns as arrays, rebuilt after a change."""
-        self._others_keywords: tuple[KeywordIndex, list[VectorRow], np.ndarray] | None = None
+        self._others_keywords: OtherKeywords | None = None
         """A keyword index of the texts of _others (sorted by id), rebuilt after a change."""
         self._fts_rebuild: threading.Thread | None = None
         """Replacing a full-text index found damaged by a search (_rebuild_fts)."""
@@ -647,17 +647,21 @@ class VectorStore:
         )
         return [VectorHit(id=i, kind=kind, score=score) for score, i, kind in ranked[:n]]
 
-    def keyword_others(self) -> tuple[KeywordIndex, list[VectorRow], np.ndarray]:
+    def keyword_others(self) -> OtherKeywords:
         """A keyword index over the gist and entity rows' texts, by position in the list of
-        those rows (sorted by id) it comes with, and which of them are gists (a bool array
-        by position: the others are entities)."""
+        those rows (sorted by id) it comes with, and their kinds and places as arrays."""
         with self._others_lock:
             if self._others_keywords is None:
                 listed = sorted(self._others.values(), key=lambda row: row.id)
                 index = KeywordIndex()
                 index.add(range(len(listed)), [row.text for row in listed])
-                gists = np.array([row.kind == "gist" for row in listed], dtype=bool)
-                self._others_keywords = (index, listed, gists)
+                self._others_keywords = OtherKeywords(
+                    index,
+                    listed,
+                    np.array([row.kind == "gist" for row in listed], dtype=bool),
+                    np.array([_coordinate(row.x) for row in listed], dtype=np.float64),
+                    np.array([_coordinate(row.y) for row in listed], dtype=np.float64),
+                )
             return self._others_keywords
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
@@ -988,6 +992,22 @@ class VectorStore:
             },
             schema=self._schema,
         )
+
+
+class OtherKeywords(NamedTuple):
+    """VectorStore.keyword_others: the gist and entity rows' keyword index, the rows (sorted
+    by id; the index's row numbers are positions here), which are gists (the others are
+    entities), and their x and y (NaN where a row has none)."""
+
+    keywords: KeywordIndex
+    rows: list[VectorRow]
+    gists: np.ndarray
+    xs: np.ndarray
+    ys: np.ndarray
+
+
+def _coordinate(value: float | None) -> float:
+    return math.nan if value is None else float(value)
 
 
 @dataclass(frozen=True)
