@@ -396,3 +396,35 @@ def test_an_area_holding_no_rows_is_answered_empty_by_the_sketch(sketched: Any) 
     assert store.index.sketch.scores(np.zeros(0, dtype=np.int64), vector).shape == (0,)
     answer = memory.semantic_search("a red chair", near_x=500.0, near_y=-500.0, spatial_radius=3.0)
     assert isinstance(answer, str)
+
+
+def test_the_kept_area_scores_follow_every_write(make_memory: Any, minilm: Any) -> None:
+    """nearest_to_vector keeps its last area's scores for the same question asked again
+    (semantic_search asks for more results): a deeper ask ranks as a fresh one does, and an
+    observation written into the area, or a vector deleted, is seen by the next ask."""
+    memory = make_memory(
+        sketch_min_rows=0,
+        exact_search_max_rows=0,
+        maintenance_interval=None,
+        entity_extraction=False,
+    )
+    ids = [memory.add(f"{thing} in the lab", 1.0 + i % 5, 2.0 + i // 5) for i, thing in
+           enumerate(THINGS * 3)]  # fmt: skip
+    memory.flush()
+    store = memory.store
+    assert store.wait_for_sketch(30)
+    index = store.index
+    vector = minilm.embed(["a red chair"])[0]
+    area = (3.0, 3.0, 10.0)
+    first = index.nearest_to_vector(vector, *area, limit=5)
+    deeper = index.nearest_to_vector(vector, *area, limit=15)
+    index._nearest_kept = None
+    assert index.nearest_to_vector(vector, *area, limit=15) == deeper
+    assert deeper[:5] == first
+    # A new observation in the area whose vector is the question's: first from now on.
+    new = memory.add("the question itself", 3.0, 3.0, embedding=vector)
+    memory.flush()
+    assert index.nearest_to_vector(vector, *area, limit=5)[0][0] == new
+    # Deleted vectors (the sketch changes, the index rows stay): gone from the next ask.
+    store.vectors.delete([new, *ids[:4]])
+    assert {i for i, _ in index.nearest_to_vector(vector, *area, limit=30)} == set(ids[4:])

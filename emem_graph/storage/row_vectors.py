@@ -24,6 +24,14 @@ class RowVectors(Generic[Encoded]):
     def __init__(self, dim: int) -> None:
         self.dim = dim
         self._lock = threading.Lock()
+        self._version = 0
+
+    @property
+    def version(self) -> int:
+        """A number that changes with every put and clear: a score kept under it holds until
+        the next write."""
+        with self._lock:
+            return self._version
 
     def put(self, rows: np.ndarray, vectors: np.ndarray, *, only_missing: bool = False) -> None:
         """Store the vectors of these rows (rows < 0 are skipped; a vector of norm 0 or not
@@ -43,6 +51,7 @@ class RowVectors(Generic[Encoded]):
             return
         encoded = self._encode(matrix)
         with self._lock:
+            self._version += 1
             self._reserve(int(rows.max()) + 1)
             self._write(rows, encoded, only_missing)
 
@@ -58,6 +67,7 @@ class RowVectors(Generic[Encoded]):
         if rows.size == 0:
             return
         with self._lock:
+            self._version += 1
             self._reserve(int(rows.max()) + 1)
             self._forget(rows)
 
