@@ -152,3 +152,33 @@ def test_exact_vectors_keep_rows_deletions_and_the_writers_vectors() -> None:
     for row in range(3000):  # growth keeps what was held
         exact.put(np.array([row + 3]), np.array([[0, 0, 1, 0]]))
     assert exact.scores(np.array([1.0, 0.0, 0.0, 0.0]), 1)[0] == 1.0 and len(exact) == 3001
+
+
+def test_the_kept_scores_follow_every_write(tmp_path: Path) -> None:
+    """_exact_hits keeps its last question's scores for the same question asked again
+    (semantic_search asks for more results): a deeper ask ranks as a fresh one, a question
+    with another filter is scored anew, and a write to the index or the copy is seen next."""
+    clock = SimClock(1000.0)
+    mem = _memory(tmp_path / "mem", clock)
+    _fill(mem, clock, np.random.default_rng(5), laps=2)
+    store = mem.store
+    assert store.wait_for_sketch(60) and store.exact_search
+    query = mem.embed(["red cup"])[0]
+    where = perception_filter()
+    first = store.vector_hits(query, 5, where)
+    deeper = store.vector_hits(query, 15, where)
+    store._exact_kept = None
+    assert store.vector_hits(query, 15, where) == deeper
+    assert [h.id for h in deeper[:5]] == [h.id for h in first]
+    captions = perception_filter(layer="captions")
+    fresh = store.vector_hits(query, 15, captions)
+    store._exact_kept = None
+    assert store.vector_hits(query, 15, captions) == fresh != deeper
+    # A new observation whose vector is the question's: first from the next ask on.
+    new = mem.add("the question itself", 3.0, 3.0, embedding=query)
+    mem.flush()
+    assert store.vector_hits(query, 5, where)[0].id == new
+    # Deleted vectors (the copy changes, the index rows stay): gone from the next ask.
+    gone = [h.id for h in store.vector_hits(query, 3, where) if h.kind == "observation"]
+    store.vectors.delete(gone)
+    assert not {h.id for h in store.vector_hits(query, 30, where)} & set(gone)

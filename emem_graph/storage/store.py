@@ -179,6 +179,9 @@ class MemoryStore:
         # its whole table at every search until it builds its ANN index.
         self._exact: ExactVectors | None = None
         self._exact_loaded = threading.Event()
+        self._exact_kept: tuple[tuple[Any, ...], ExactVectors, np.ndarray, np.ndarray] | None = None
+        """_exact_hits' last question: (it with the index's and the copy's versions, the
+        copy, the rows passing its filter with a vector, their scores)."""
         if len(self.index) <= config.exact_search_max_rows:
             self._exact = ExactVectors(embedder.dim)
         if sketched or self._exact is not None:
@@ -626,15 +629,25 @@ class MemoryStore:
             return None
         if n < 1:
             return []
+        # The last question's scores are kept until the next write to the index or the copy:
+        # semantic_search asks the same question again for more results when records of one
+        # text share a line.
+        version = self.index.version[0]
         total = len(self.index)
-        rows = np.flatnonzero(self.index.admitted(np.arange(total), where))
-        if rows.size * EXACT_GATHER_SHARE < total:
-            # A selective filter (an area, a time window): score the admitted rows only.
-            scores = exact.scores_of(vector, rows)
+        key = (np.asarray(vector).tobytes(), repr(where), version, exact.version, total)
+        kept = self._exact_kept
+        if kept is not None and kept[0] == key and kept[1] is exact:
+            rows, scores = kept[2], kept[3]
         else:
-            scores = exact.scores(vector, total)[rows]
-        held = np.flatnonzero(~np.isnan(scores))
-        rows, scores = rows[held], scores[held]
+            rows = np.flatnonzero(self.index.admitted(np.arange(total), where))
+            if rows.size * EXACT_GATHER_SHARE < total:
+                # A selective filter (an area, a time window): score the admitted rows only.
+                scores = exact.scores_of(vector, rows)
+            else:
+                scores = exact.scores(vector, total)[rows]
+            held = np.flatnonzero(~np.isnan(scores))
+            rows, scores = rows[held], scores[held]
+            self._exact_kept = (key, exact, rows, scores)
         best = _best(scores, n)
         hits = [
             VectorHit(
