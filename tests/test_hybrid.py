@@ -269,8 +269,8 @@ def _keyword_hits_reference(store, query_terms, n, where):
     from emem_graph.storage.keyword_index import KeywordHit, Matches, bm25
     from emem_graph.storage.store import _best
 
-    kept = store.vectors.keyword_others()
-    others, listed = kept.keywords, kept.rows
+    others, columns = store.vectors.keyword_others()
+    listed = columns.rows
     wanted = where is None or where.kinds is None or "observation" in where.kinds
     keywords = store.index.keywords()
     # Every live row of each matching text, with its text's bits (the observations' index is

@@ -699,8 +699,8 @@ class MemoryStore:
         same scores (LanceDB's full-text scores change as its index catches up)."""
         if n < 1 or not query_terms:
             return []
-        kept = self.vectors.keyword_others()
-        others, listed = kept.keywords, kept.rows
+        others, columns = self.vectors.keyword_others()
+        listed = columns.rows
         # Observations still count in the collection's statistics when the filter leaves
         # them out (search_gists), but their matches are not scored. They are scored once per
         # distinct text: a robot repeats itself (a 1M patrol holds ~8,600 texts).
@@ -714,25 +714,11 @@ class MemoryStore:
             hits += self._best_observations(keywords, observed, n, where)
         # The gist and entity rows are listed by id: best first by (score, row) is by (score,
         # id), and the filter is asked only until n rows have passed it.
-        kinds = None if where is None else where.kinds
         order = np.lexsort((other.rows, -other.scores))
-        if kinds is not None and not ("gist" in kinds and "entity" in kinds):
-            # One kind asked (search_gists) or none: the others' rows are left out at once.
-            if "gist" in kinds or "entity" in kinds:
-                order = order[kept.gists[other.rows[order]] == ("gist" in kinds)]
-            else:
-                order = order[:0]
-        if where is not None and where.center is not None and where.radius is not None:
-            # An area: the rows outside it left out at once (a 1% area at 1M rows walked
-            # ~500 entities elsewhere, one admits_row each), a hair wide: admits_row
-            # decides the edge, and a row without a place (NaN) is kept for it to refuse.
-            cx, cy = float(where.center[0]), float(where.center[1])
-            reach = float(where.radius) * (1.0 + 1e-9) + 1e-9
-            at_rows = other.rows[order]
-            dx, dy = kept.xs[at_rows] - cx, kept.ys[at_rows] - cy
-            with np.errstate(invalid="ignore", over="ignore"):
-                near = dx * dx + dy * dy <= reach * reach
-            order = order[near | np.isnan(dx) | np.isnan(dy)]
+        if where is not None:
+            # The rows of other kinds or outside an area left out at once (a 1% area at 1M
+            # rows walked ~500 entities elsewhere, one admits_row each).
+            order = order[columns.kinds_and_circle(where)[other.rows[order]]]
         taken = 0
         for at in order.tolist():
             if taken == n:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import lancedb
 import numpy as np
@@ -231,10 +231,11 @@ class VectorStore:
         self._listeners: list[Listener] = []
         self._others_lock = threading.Lock()
         self._others = others
-        self._others_columns: _OtherColumns | None = None
-        """The rows of _others with their columns as arrays, rebuilt after a change."""
-        self._others_keywords: OtherKeywords | None = None
-        """A keyword index of the texts of _others (sorted by id), rebuilt after a change."""
+        self._others_columns: OtherColumns | None = None
+        """The rows of _others (sorted by id) with their columns as arrays, rebuilt after a
+        change."""
+        self._others_keywords: tuple[KeywordIndex, OtherColumns] | None = None
+        """A keyword index of the texts of those rows, by position, with them."""
         self._fts_rebuild: threading.Thread | None = None
         """Replacing a full-text index found damaged by a search (_rebuild_fts)."""
 
@@ -621,17 +622,9 @@ class VectorStore:
         answers an area search without LanceDB (MemoryStore.vector_hits)."""
         query = self._check_vector(vector).astype(np.float32)
         with self._others_lock:
-            if self._others_columns is None:
-                self._others_columns = _OtherColumns.of(list(self._others.values()))
-            columns = self._others_columns
+            columns = self._columns()
         listed = columns.rows
-        near = columns.of_kinds(where.kinds)
-        if where.center is not None and where.radius is not None:
-            # The circle as in_circle computes it, for every row at once (then the rest of
-            # the filter row by row, on the few rows inside).
-            xs, ys = columns.xs, columns.ys
-            cx, cy, r = float(where.center[0]), float(where.center[1]), float(where.radius)
-            near &= (xs - cx) * (xs - cx) + (ys - cy) * (ys - cy) <= r * r
+        near = columns.kinds_and_circle(where)
         chosen = [at for at in np.flatnonzero(near).tolist() if where.admits_row(listed[at])]
         if not chosen or n < 1:
             return []
@@ -647,22 +640,25 @@ class VectorStore:
         )
         return [VectorHit(id=i, kind=kind, score=score) for score, i, kind in ranked[:n]]
 
-    def keyword_others(self) -> OtherKeywords:
-        """A keyword index over the gist and entity rows' texts, by position in the list of
-        those rows (sorted by id) it comes with, and their kinds and places as arrays."""
+    def keyword_others(self) -> tuple[KeywordIndex, OtherColumns]:
+        """A keyword index over the gist and entity rows' texts, by position in the rows'
+        columns (sorted by id) it comes with."""
         with self._others_lock:
-            if self._others_keywords is None:
-                listed = sorted(self._others.values(), key=lambda row: row.id)
+            columns = self._columns()
+            kept = self._others_keywords
+            if kept is None or kept[1] is not columns:
                 index = KeywordIndex()
-                index.add(range(len(listed)), [row.text for row in listed])
-                self._others_keywords = OtherKeywords(
-                    index,
-                    listed,
-                    np.array([row.kind == "gist" for row in listed], dtype=bool),
-                    np.array([_coordinate(row.x) for row in listed], dtype=np.float64),
-                    np.array([_coordinate(row.y) for row in listed], dtype=np.float64),
-                )
-            return self._others_keywords
+                index.add(range(len(columns.rows)), [row.text for row in columns.rows])
+                kept = self._others_keywords = (index, columns)
+            return kept
+
+    def _columns(self) -> OtherColumns:
+        """The gist and entity rows' columns (the caller holds _others_lock)."""
+        if self._others_columns is None:
+            self._others_columns = OtherColumns.of(
+                sorted(self._others.values(), key=lambda row: row.id)
+            )
+        return self._others_columns
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` have a row."""
@@ -994,25 +990,9 @@ class VectorStore:
         )
 
 
-class OtherKeywords(NamedTuple):
-    """VectorStore.keyword_others: the gist and entity rows' keyword index, the rows (sorted
-    by id; the index's row numbers are positions here), which are gists (the others are
-    entities), and their x and y (NaN where a row has none)."""
-
-    keywords: KeywordIndex
-    rows: list[VectorRow]
-    gists: np.ndarray
-    xs: np.ndarray
-    ys: np.ndarray
-
-
-def _coordinate(value: float | None) -> float:
-    return math.nan if value is None else float(value)
-
-
 @dataclass(frozen=True)
-class _OtherColumns:
-    """The gist and entity rows of a VectorStore with their columns as arrays (search_others):
+class OtherColumns:
+    """The gist and entity rows of a VectorStore (sorted by id) with their columns as arrays:
     kinds, x, y, the vectors as float32 unit rows (row_vectors.unit_rows: scored as every dense
     search scores) and whether each is usable (norm neither 0 nor infinite)."""
 
@@ -1038,14 +1018,27 @@ class _OtherColumns:
                 self.kind_masks[key] = mask
         return mask.copy()
 
+    def kinds_and_circle(self, where: VectorFilter) -> np.ndarray:
+        """A new mask of the rows passing the filter's kinds and circle, the circle as
+        VectorFilter.in_circle computes it, for every row at once (a row without a place, NaN
+        here, fails it as it does there): the rest of the filter is asked row by row of the
+        few left (search_others, MemoryStore.keyword_hits)."""
+        near = self.of_kinds(where.kinds)
+        if where.center is not None and where.radius is not None:
+            xs, ys = self.xs, self.ys
+            cx, cy, r = float(where.center[0]), float(where.center[1]), float(where.radius)
+            with np.errstate(invalid="ignore", over="ignore"):
+                near &= (xs - cx) * (xs - cx) + (ys - cy) * (ys - cy) <= r * r
+        return near
+
     @staticmethod
-    def of(rows: list[VectorRow]) -> _OtherColumns:
+    def of(rows: list[VectorRow]) -> OtherColumns:
         if rows:
             matrix = np.stack([np.asarray(row.vector, dtype=np.float32) for row in rows])
         else:
             matrix = np.zeros((0, 0), dtype=np.float32)
         units, usable = unit_rows(matrix)
-        return _OtherColumns(
+        return OtherColumns(
             rows=rows,
             kinds=np.array([row.kind for row in rows], dtype=object),
             xs=np.array([row.x for row in rows], dtype=np.float64),
