@@ -26,7 +26,9 @@ would be refused forever on the same table handle. So:
   robot with another embedder always is.
 
 LanceDB is the only arbiter here: pyarrow's S3 file system has no conditional put, so no lock
-or "create once" marker of our own can be made safe. What stays open: a robot killed between
+or "create once" marker of our own can be made safe. LanceDB itself commits each version with
+S3's conditional put (``If-None-Match: *``), which S3 makes atomic; a stand-in for S3 must too
+(moto's is not, and lost rows there: evals/moto_s3.py). What stays open: a robot killed between
 its racing create and the end of its repair (a few requests) leaves the rows it would have
 appended again out of the latest version; and a row another robot deleted inside that window
 (only possible for a robot that finished a whole push, or cut one and pushed again, in it) can

@@ -29,6 +29,7 @@ from tqdm import tqdm
 
 from emem_graph.config import MemoryConfig
 from emem_graph.evals.bench.workload import FLOOR, QUERIES, PatrolWorkload, patrol_workload
+from emem_graph.evals.moto_s3 import atomic_conditional_puts
 from emem_graph.fleet import FleetLocation, FleetMemory, Frame, push_memory
 from emem_graph.fleet.location import S3Settings
 from emem_graph.fleet.replica_update import replicate
@@ -192,6 +193,13 @@ def _location(uri: str | None, out: Path) -> Iterator[tuple[FleetLocation, Any]]
     if uri != MOTO:
         yield FleetLocation(uri or str(out / "fleet")), lambda: 0
         return
+    with atomic_conditional_puts(), _moto() as found:  # S3's guarantee, which moto lacks
+        yield found
+
+
+@contextmanager
+def _moto() -> Iterator[tuple[FleetLocation, Any]]:
+    """A moto S3 server on loopback with the bucket: the location and a count of requests."""
     from moto.server import ThreadedMotoServer
 
     with socket.socket() as sock:
