@@ -285,6 +285,48 @@ def test_prefilter_through_ann_index_returns_n_inside(
     assert len(store.search(unit_vectors(rng, 1)[0], 10)) == 10
 
 
+class _SyncOnly:
+    """A LanceDB table seen without its asynchronous handle: nearest_rows takes LanceDB's
+    synchronous query builder for it."""
+
+    def __init__(self, table: Any) -> None:
+        self.search = table.search
+
+
+def test_the_one_call_query_gives_the_synchronous_builders_rows_and_distances(
+    tmp_path: Path,
+) -> None:
+    """nearest_rows asks the table's asynchronous handle in one call; the rows, their order
+    and their distances are those of LanceDB's synchronous builder, for every shape of query
+    the store asks (flat, through the ANN index with probes and refine, past it, filtered,
+    with the stored vectors)."""
+    rng = np.random.default_rng(23)
+    count = 3_000
+    vectors = unit_vectors(rng, count)
+    xs = rng.uniform(0.0, SIDE, count)
+    store = VectorStore(tmp_path / "v", DIM, ann_min_rows=1_000)
+    store.add([make_row(i, vectors[i], x=float(xs[i])) for i in range(count)])
+
+    def compare(shapes: list[tuple[str | None, bool, bool]]) -> None:
+        table = store._table
+        for shape in shapes:
+            predicate, probed, bypass = shape
+            for columns in (["id", "kind", "_distance"], ["id", "_distance", "vector"]):
+                query = unit_vectors(rng, 1)[0]
+                ask = {"probed": probed, "bypass_index": bypass}
+                one_call = vectors_module.nearest_rows(table, query, predicate, 25, columns, **ask)
+                builder = vectors_module.nearest_rows(
+                    _SyncOnly(table), query, predicate, 25, columns, **ask
+                )
+                assert one_call.num_rows == 25, shape
+                assert one_call.to_pylist() == builder.to_pylist(), shape
+
+    compare([(None, False, False), ("x <= 20.0", False, False)])  # flat: no index yet
+    store.compact()
+    assert store.stats()["ann_indexed_rows"] == count
+    compare([(None, True, False), ("x <= 20.0", True, False), ("x <= 20.0", False, True)])
+
+
 # --- filter quoting ------------------------------------------------------------------------------
 
 AWKWARD = ["o'brien", "x' OR '1'='1", "x", "it''s", "back\\slash'", "-- comment", "1"]
