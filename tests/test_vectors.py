@@ -293,18 +293,20 @@ class _SyncOnly:
         self.search = table.search
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_the_one_call_query_gives_the_synchronous_builders_rows_and_distances(
-    tmp_path: Path,
+    tmp_path: Path, dtype: str
 ) -> None:
     """nearest_rows asks the table's asynchronous handle in one call; the rows, their order
     and their distances are those of LanceDB's synchronous builder, for every shape of query
     the store asks (flat, through the ANN index with probes and refine, past it, filtered,
-    with the stored vectors)."""
+    with the stored vectors), on a float16 table and on a float32 one (made before
+    vector_dtype)."""
     rng = np.random.default_rng(23)
     count = 3_000
     vectors = unit_vectors(rng, count)
     xs = rng.uniform(0.0, SIDE, count)
-    store = VectorStore(tmp_path / "v", DIM, ann_min_rows=1_000)
+    store = VectorStore(tmp_path / "v", DIM, ann_min_rows=1_000, vector_dtype=dtype)
     store.add([make_row(i, vectors[i], x=float(xs[i])) for i in range(count)])
 
     def compare(shapes: list[tuple[str | None, bool, bool]]) -> None:
