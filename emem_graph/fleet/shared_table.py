@@ -49,7 +49,7 @@ import numpy as np
 import pyarrow as pa
 
 from emem_graph.fleet.location import FleetLocation, FleetStorageError
-from emem_graph.storage.vectors import ann_index_config
+from emem_graph.storage.vectors import ann_index_config, nearest_rows
 
 TABLE = "fleet_records"
 ANN_MIN_ROWS = 50_000
@@ -65,11 +65,6 @@ SCALAR_INDEXES = {
 }
 """The columns fleet searches filter on (robot and push: which rows are visible; kind, x, y,
 t: the tools' filters), indexed from ANN_MIN_ROWS rows as a robot's own table is."""
-ANN_NPROBES = 20
-"""IVF partitions a search through the index probes (storage/vectors.py: ANN_NPROBES)."""
-ANN_REFINE = 2
-"""A search through the index re-ranks its best ANN_REFINE x n hits with the stored vectors
-(exact scores: storage/vectors.py: ANN_REFINE)."""
 COMMIT_TRIES = 8
 """A write that loses its commit race this many times in a row is reported."""
 
@@ -270,17 +265,22 @@ class SharedTable:
         table = self._open()
         if table is None:
             return []
-        query = (
-            table.search(np.asarray(vector, dtype=np.float32))
-            .distance_type("cosine")
-            .where(predicate, prefilter=True)
-            .select([*columns, "_distance"])
-            .limit(limit)
+        # Through the index when there is one (rows appended since it was built are scanned
+        # beside it by LanceDB), as a robot's own memory asks (storage/vectors.py).
+        probed = self.indexed_rows() > 0
+        found = _retrying(
+            lambda: nearest_rows(
+                table,
+                np.asarray(vector, dtype=np.float32),
+                predicate,
+                limit,
+                [*columns, "_distance"],
+                probed=probed,
+                bypass_index=False,
+            )
         )
-        if self.indexed_rows():
-            # Rows appended since the index was built are scanned beside it by LanceDB.
-            query = query.nprobes(ANN_NPROBES).refine_factor(ANN_REFINE)
-        return _retrying(query.to_list)
+        rows: list[dict[str, Any]] = found.to_pylist()
+        return rows
 
     def indexed_rows(self) -> int:
         """Rows the vector index covers (0: no index; searches scan every row)."""
