@@ -946,7 +946,11 @@ class VectorStore:
         if table.num_rows == 0:
             return {}
         vectors = _stored_vectors(table, self.dim)
-        columns = {name: table.column(name).to_pylist() for name in table.column_names}
+        columns = {
+            name: table.column(name).to_pylist()
+            for name in table.column_names
+            if name != "vector"  # read once as an array above, not as Python floats
+        }
         return {
             node_id: VectorRow(
                 id=node_id,
