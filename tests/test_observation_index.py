@@ -242,6 +242,43 @@ def test_load_sorts_rows_by_time() -> None:
     assert loaded.in_window(**window) == appended.in_window(**window)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_an_index_loaded_from_arrow_holds_what_appends_hold(seed: int) -> None:
+    """load() codes each column's distinct values once (layers, body state, tiers, pooled
+    strings, grid cells in bulk); the index it builds equals one the same rows were appended
+    to, column by column and cell by cell (layers, tiers and None values mixed, some rows
+    sharing a cell, a second load on top of the first)."""
+    rng = np.random.default_rng(seed)
+    observations = [_observation(i, 10.0 + i, rng) for i in range(600)]
+    for i, o in enumerate(observations):
+        o.x, o.y = float(rng.integers(-3, 4)) + 0.5 * (i % 2), float(rng.integers(-3, 4))
+        o.episode_id = None if i % 4 == 0 else f"e{i % 3}"
+        o.layer_name = o.layer_name if i % 11 else f"layer {i % 4}"
+    tiers = [["short_term", "long_term", "archived"][int(rng.integers(0, 3))] for _ in range(600)]
+    table = _arrow_rows(observations).set_column(9, "tier", pa.array(tiers, pa.string()))
+    loaded, appended = ObservationIndex(), ObservationIndex()
+    loaded.load(table.slice(0, 250))
+    loaded.load(table.slice(250))
+    for o, tier in zip(observations, tiers, strict=True):
+        appended.append([o], tier=tier)  # type: ignore[arg-type]
+    n = len(observations)
+    assert len(loaded) == len(appended) == n
+    for name in ("_x", "_y", "_t", "_confidence", "_tier", "_body"):
+        assert np.array_equal(getattr(loaded, name)[:n], getattr(appended, name)[:n]), name
+    layer_names = [loaded._layer_names[c] for c in loaded._layer[:n]]
+    assert layer_names == [appended._layer_names[c] for c in appended._layer[:n]]
+    assert None not in loaded._layer_names
+    for name in ("_ids", "_texts", "_sources", "_episodes", "_metadata"):
+        assert getattr(loaded, name) == getattr(appended, name), name
+    assert loaded._row == appended._row
+    assert {loaded._layer_names[c] for c in loaded._body_codes} == {
+        appended._layer_names[c] for c in appended._body_codes
+    }
+    cells = {key: rows.view().tolist() for key, rows in loaded._cells._cells.items()}
+    assert cells == {key: rows.view().tolist() for key, rows in appended._cells._cells.items()}
+    assert len(cells) < 60  # rows share cells: the bulk filing met cells already held
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_count_within_equals_a_count_of_the_area_read(remembered: Any, seed: int) -> None:
     """count_within() (the estimate that picks exact or indexed area searches) counts what
@@ -526,12 +563,10 @@ def test_repeated_strings_are_held_once_and_read_back_alike() -> None:
         assert len({id(s) for s in index._sources}) == 2
         records = index.records([o.id for o in observations])
         assert [records[o.id] for o in observations] == observations
-    assert module._pooled(pa.chunked_array([pa.array([None, "a", "a", None], pa.string())])) == [
-        None,
-        "a",
-        "a",
-        None,
-    ]
+    values, at = module._encoded(pa.chunked_array([pa.array([None, "a", "a", None], pa.string())]))
+    assert module._expanded(values, at) == [None, "a", "a", None]
+    values, at = module._encoded(pa.chunked_array([pa.array(["b", "a"]), pa.array(["a", "c"])]))
+    assert module._expanded(values, at) == ["b", "a", "a", "c"] and None not in values
 
 
 def test_the_keyword_index_caught_up_in_slices_equals_one_built_whole(

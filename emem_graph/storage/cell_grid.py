@@ -49,14 +49,23 @@ class CellGrid:
             keys = np.unique(pairs, axis=0, return_inverse=True)[1].reshape(-1)
         order = np.argsort(keys, kind="stable")  # rows stay ascending within a cell
         ordered = keys[order]
-        firsts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]).tolist()
-        for first, end in zip(firsts, [*firsts[1:], order.size], strict=True):
-            row = int(order[first])
-            key = (int(kx[row]), int(ky[row]))
-            cell = self._cells.get(key)
+        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        rows = order + start
+        firsts = starts.tolist()
+        cells = self._cells
+        # One Python step per cell (a 20k patrol fills ~2,000), its rows a slice of ``rows``.
+        for cx, cy, first, end in zip(
+            kx[order[starts]].tolist(),
+            ky[order[starts]].tolist(),
+            firsts,
+            [*firsts[1:], order.size],
+            strict=True,
+        ):
+            cell = cells.get((cx, cy))
             if cell is None:
-                cell = self._cells[key] = _Rows()
-            cell.extend(order[first:end] + start)
+                cells[(cx, cy)] = _Rows(rows[first:end])
+            else:
+                cell.extend(rows[first:end])
 
     def ring(self, cx: int, cy: int, ring: int) -> list[np.ndarray]:
         """The rows of each non-empty cell at Chebyshev distance ``ring`` from cell (cx, cy)."""
@@ -97,9 +106,14 @@ class _Rows:
     """A growing array of row numbers (a grid cell's). Readers keep the array they took:
     growing makes a new one."""
 
-    def __init__(self) -> None:
-        self._rows = np.empty(16, dtype=np.int64)
-        self._n = 0
+    def __init__(self, rows: np.ndarray | None = None) -> None:
+        if rows is None:
+            self._rows = np.empty(16, dtype=np.int64)
+            self._n = 0
+        else:  # a copy, grown as extend() grows
+            self._rows = np.empty(max(16, rows.size), dtype=np.int64)
+            self._rows[: rows.size] = rows
+            self._n = rows.size
 
     def extend(self, rows: np.ndarray) -> None:
         end = self._n + rows.size

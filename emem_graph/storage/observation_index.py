@@ -183,46 +183,65 @@ class ObservationIndex:
         # bisection and scan-from-the-end reads (a reopened 1M memory read its latest body
         # state by a pass over every row: get_current_context 20 ms instead of a few).
         table = table.sort_by([("timestamp", "ascending")])
-        columns = {
-            name: _pooled(table.column(name)) if name in _POOLED else table.column(name).to_pylist()
-            for name in _TEXT_COLUMNS
-        }
+        # Each column's distinct values are made into Python objects once (a dictionary
+        # encoding), and coded once per distinct value, not per row.
+        with self._lock:
+            pool = self._pool
+            if len(pool) > _POOL_MAX:
+                pool.clear()
+            encoded = {name: _encoded(table.column(name)) for name in _ENCODED}
+            layers, layer_at = encoded["layer"]
+            sources, source_at = encoded["source_type"]
+            tiers, tier_at = encoded["tier"]
+            layer_codes = np.array([self._code(layer) for layer in layers], dtype=np.int32)
+            shared = {name: _shared(pool, encoded[name][0]) for name in _POOLED}
         numbers = {
             name: table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
             for name in ("x", "y", "z", "timestamp", "confidence")
         }
         self._append_columns(
-            ids=columns["id"],
-            texts=columns["text"],
+            ids=table.column("id").to_pylist(),
+            texts=_expanded(shared["text"], encoded["text"][1]),
             x=numbers["x"],
             y=numbers["y"],
             z=numbers["z"],
             t=numbers["timestamp"],
             confidence=numbers["confidence"],
-            layers=columns["layer"],
-            sources=columns["source_type"],
-            tiers=columns["tier"],
-            episodes=columns["episode_id"],
-            metadata=columns["metadata"],
+            layer_codes=layer_codes[layer_at],
+            body=np.array([source == INTEROCEPTION for source in sources], dtype=bool)[source_at],
+            tier_codes=np.array([_TIER_CODE[tier] for tier in tiers], dtype=np.int8)[tier_at],
+            sources=_expanded(shared["source_type"], source_at),
+            episodes=_expanded(shared["episode_id"], encoded["episode_id"][1]),
+            metadata=_expanded(shared["metadata"], encoded["metadata"][1]),
         )
 
     def append(self, observations: Sequence[Observation], tier: Tier = "short_term") -> None:
         """Add observations just committed to the graph (with the tier they were stored with)."""
         if not observations:
             return
+        with self._lock:
+            pool = self._pool
+            if len(pool) > _POOL_MAX:
+                pool.clear()
+            layer_codes = np.array([self._code(o.layer_name) for o in observations], dtype=np.int32)
+            texts = _shared(pool, [o.text for o in observations])
+            sources = _shared(pool, [o.source_type for o in observations])
+            episodes = _shared(pool, [o.episode_id for o in observations])
+            metadata = _shared(pool, [json.dumps(o.metadata) for o in observations])
         self._append_columns(
             ids=[o.id for o in observations],
-            texts=[o.text for o in observations],
+            texts=texts,
             x=np.array([o.x for o in observations], dtype=np.float64),
             y=np.array([o.y for o in observations], dtype=np.float64),
             z=np.array([o.z for o in observations], dtype=np.float64),
             t=np.array([o.timestamp for o in observations], dtype=np.float64),
             confidence=np.array([o.confidence for o in observations], dtype=np.float64),
-            layers=[o.layer_name for o in observations],
-            sources=[o.source_type for o in observations],
-            tiers=[tier] * len(observations),
-            episodes=[o.episode_id for o in observations],
-            metadata=[json.dumps(o.metadata) for o in observations],
+            layer_codes=layer_codes,
+            body=np.array([source == INTEROCEPTION for source in sources], dtype=bool),
+            tier_codes=np.full(len(observations), _TIER_CODE[tier], dtype=np.int8),
+            sources=sources,
+            episodes=episodes,
+            metadata=metadata,
         )
 
     def set_tier(self, ids: Iterable[str], tier: str) -> None:
@@ -815,12 +834,15 @@ class ObservationIndex:
         z: np.ndarray,
         t: np.ndarray,
         confidence: np.ndarray,
-        layers: list[str],
-        sources: list[str],
-        tiers: list[str],
+        layer_codes: np.ndarray,
+        body: np.ndarray,
+        tier_codes: np.ndarray,
+        sources: list[Any],
         episodes: list[Any],
         metadata: list[Any],
     ) -> None:
+        """Add rows whose strings are the pool's objects already (load and append share
+        them) and whose layers and tiers are coded."""
         count = len(ids)
         with self._lock:
             start = self._n
@@ -831,26 +853,20 @@ class ObservationIndex:
             self._z[start:end] = z
             self._t[start:end] = t
             self._confidence[start:end] = confidence
-            self._layer[start:end] = [self._code(layer) for layer in layers]
-            self._body[start:end] = [source == INTEROCEPTION for source in sources]
-            self._tier[start:end] = [_TIER_CODE[tier] for tier in tiers]
+            self._layer[start:end] = layer_codes
+            self._body[start:end] = body
+            self._tier[start:end] = tier_codes
             if self._sorted and count:
                 previous = self._t[start - 1] if start else -np.inf
                 self._sorted = bool(t[0] >= previous and np.all(t[1:] >= t[:-1]))
             self._cells.add(start, x, y)
-            self._body_codes.update(
-                int(code) for code in np.unique(self._layer[start:end][self._body[start:end]])
-            )
+            self._body_codes.update(int(code) for code in np.unique(layer_codes[body]))
             self._ids.extend(ids)
-            pool = self._pool
-            if len(pool) > _POOL_MAX:
-                pool.clear()
-            self._texts.extend(_shared(pool, texts))
-            self._sources.extend(pool.setdefault(value, value) for value in sources)
-            self._episodes.extend(_shared(pool, episodes))
-            self._metadata.extend(_shared(pool, metadata))
-            for offset, node_id in enumerate(ids):
-                self._row[node_id] = start + offset
+            self._texts.extend(texts)
+            self._sources.extend(sources)
+            self._episodes.extend(episodes)
+            self._metadata.extend(metadata)
+            self._row.update(zip(ids, range(start, end), strict=True))
             self._n = end
             if count:
                 self._latest = max(self._latest, float(np.max(t)))
@@ -887,11 +903,12 @@ def _squared_distance(snap: _Snapshot, x: float, y: float) -> np.ndarray:
     return d2
 
 
-_TEXT_COLUMNS = ("id", "text", "layer", "source_type", "tier", "episode_id", "metadata")
-_POOLED = frozenset({"text", "source_type", "episode_id", "metadata"})
+_POOLED = ("text", "source_type", "episode_id", "metadata")
 """Columns whose values repeat: held as one Python object per distinct value (an index of
 100k observations took 940 bytes of resident memory per observation, one string object per
 row and column among them: issue 23's 1M goal)."""
+_ENCODED = (*_POOLED, "layer", "tier")
+"""Columns the index reads at open by their distinct values (see _encoded)."""
 _POOL_MAX = 1 << 16
 """Distinct values the append pool holds before it starts over (unique texts, a dialogue's,
 would otherwise keep every text twice over: the pool and the column share the objects, so
@@ -903,11 +920,19 @@ def _shared(pool: dict[str, str], values: Iterable[str | None]) -> list[str | No
     return [value if value is None else pool.setdefault(value, value) for value in values]
 
 
-def _pooled(column: pa.ChunkedArray) -> list[Any]:
-    """The column's values as a list holding one Python object per distinct value (a
-    dictionary encoding: only the distinct values are ever made into Python strings)."""
+def _encoded(column: pa.ChunkedArray) -> tuple[list[Any], np.ndarray]:
+    """The column's distinct values as Python objects (None last when the column holds a
+    null) and each row's position among them: only the distinct values are ever made into
+    Python objects (a dictionary encoding)."""
     encoded = pc.dictionary_encode(column).combine_chunks()
     values: list[Any] = encoded.dictionary.to_pylist()
-    values.append(None)
-    indices = encoded.indices.fill_null(len(values) - 1).to_numpy(zero_copy_only=False)
-    return [values[i] for i in indices.tolist()]
+    indices = encoded.indices
+    if indices.null_count:
+        values.append(None)
+        indices = indices.fill_null(len(values) - 1)
+    return values, indices.to_numpy(zero_copy_only=False)
+
+
+def _expanded(values: list[Any], at: np.ndarray) -> list[Any]:
+    """Row by row: ``values[i]`` for each ``i`` of ``at``."""
+    return [values[i] for i in at.tolist()]
