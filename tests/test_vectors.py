@@ -329,6 +329,124 @@ def test_the_one_call_query_gives_the_synchronous_builders_rows_and_distances(
     compare([(None, True, False), ("x <= 20.0", True, False), ("x <= 20.0", False, True)])
 
 
+class _NoAsyncHandle:
+    """Stands for LanceDB's AsyncTable in a test that takes the synchronous open check: no
+    table is an instance of it."""
+
+
+@pytest.fixture(scope="module")
+def indexed_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A closed (sealed) vector table of 3,000 rows, a tenth of them gists and entities,
+    compacted: the ANN index, the scalar and full-text indexes."""
+    path = tmp_path_factory.mktemp("indexed") / "v"
+    rng = np.random.default_rng(31)
+    vectors = unit_vectors(rng, 3_000)
+    kinds = ["observation"] * 9 + ["gist"]
+    store = VectorStore(path, DIM, ann_min_rows=1_000)
+    store.add(
+        [
+            make_row(i, vectors[i], kind="entity" if i % 20 == 0 else kinds[i % 10])
+            for i in range(3_000)
+        ]
+    )
+    store.compact()
+    assert store.stats()["ann_indexed_rows"] == 3_000
+    store.close()
+    return path
+
+
+@pytest.mark.parametrize("indexed", [False, True])
+def test_the_open_check_in_one_call_reads_what_the_synchronous_calls_read(
+    tmp_path: Path, indexed_table: Path, monkeypatch: pytest.MonkeyPatch, indexed: bool
+) -> None:
+    """A sealed table's open check runs in one call into LanceDB's event loop, its parts at
+    once (_checked_at_open): the rows the ANN index covers and the copy of the gist and
+    entity rows are those the synchronous calls read, with and without an ANN index."""
+    import shutil
+
+    from emem_graph.storage import probe
+
+    path = tmp_path / "v"
+    if indexed:
+        shutil.copytree(indexed_table, path)
+        shutil.copy2(probe.seal_path(indexed_table), probe.seal_path(path))
+    else:
+        rng = np.random.default_rng(4)
+        vectors = unit_vectors(rng, 200)
+        store = VectorStore(path, DIM)
+        store.add(
+            [
+                make_row(i, vectors[i], kind=("gist", "entity", "observation")[i % 3])
+                for i in range(200)
+            ]
+        )
+        store.close()
+
+    def opened() -> tuple[int, list[tuple[Any, ...]]]:
+        store = VectorStore(path, DIM, ann_min_rows=1_000)
+        others = [
+            (r.id, r.kind, r.vector.tobytes(), r.x, r.t, r.layer, r.tier, r.text)
+            for r in sorted(store._others.values(), key=lambda r: r.id)
+        ]
+        store.close()
+        return store._ann_rows, others
+
+    calls = 0
+    checked = vectors_module._checked_at_open
+
+    async def counted(*args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return await checked(*args)
+
+    monkeypatch.setattr(vectors_module, "_checked_at_open", counted)
+    one_call = opened()
+    assert calls == 1
+    monkeypatch.setattr(vectors_module, "AsyncTable", _NoAsyncHandle)
+    assert opened() == one_call
+    assert calls == 1
+    assert one_call[0] == (3_000 if indexed else 0)
+    assert len(one_call[1]) == (450 if indexed else 134)
+
+
+@pytest.mark.parametrize(
+    "damaged",
+    [
+        "index.idx",
+        "auxiliary.idx",
+        "part_0_invert.lance",
+        "bitmap_page_lookup.lance",
+        "page_data.lance",
+    ],
+)
+@pytest.mark.parametrize("one_call", [True, False])
+def test_a_damaged_index_of_a_sealed_table_is_found_at_open(
+    tmp_path: Path,
+    indexed_table: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    damaged: str,
+    one_call: bool,
+) -> None:
+    """An index file cut in half after the seal was written (a change the seal's sizes,
+    times and sampled bytes would not show, re-sealed here) is found by the open check:
+    each index is opened or warmed whole, whether in one call or in the synchronous ones."""
+    import shutil
+
+    from emem_graph.errors import VectorStoreDamagedError
+    from emem_graph.storage import probe
+
+    path = tmp_path / "v"
+    shutil.copytree(indexed_table, path)
+    file = sorted(path.rglob(damaged))[0]
+    data = file.read_bytes()
+    file.write_bytes(data[: len(data) // 2])
+    probe.write_seal(path)
+    if not one_call:
+        monkeypatch.setattr(vectors_module, "AsyncTable", _NoAsyncHandle)
+    with pytest.raises(VectorStoreDamagedError, match="damaged"):
+        VectorStore(path, DIM, ann_min_rows=1_000)
+
+
 # --- filter quoting ------------------------------------------------------------------------------
 
 AWKWARD = ["o'brien", "x' OR '1'='1", "x", "it''s", "back\\slash'", "-- comment", "1"]
