@@ -182,3 +182,59 @@ def test_the_kept_scores_follow_every_write(tmp_path: Path) -> None:
     gone = [h.id for h in store.vector_hits(query, 3, where) if h.kind == "observation"]
     store.vectors.delete(gone)
     assert not {h.id for h in store.vector_hits(query, 30, where)} & set(gone)
+
+
+def _area_filters(rng: np.random.Generator) -> list[VectorFilter]:
+    areas = [
+        perception_filter(area=(float(rng.uniform(0, 30)), float(rng.uniform(0, 30)), r))
+        for r in (3.0, 6.0, 12.0)
+        for _ in range(3)
+    ]
+    return [*areas, perception_filter(area=(15.0, 15.0, 8.0), layer="captions")]
+
+
+def test_a_small_memory_loads_its_sketch_only_once_needed(tmp_path: Path) -> None:
+    """A memory of at most exact_search_max_rows observations loads its exact copy at open
+    and leaves its sketch for later: an area search is answered alike before the exact copy
+    has loaded (LanceDB, scored as that copy scores) and after (never by the sketch's int8
+    scores), the sketch fills when a caller waits for it, and growing past the limit loads
+    it unasked."""
+    clock = SimClock(1000.0)
+    rng = np.random.default_rng(12)
+    mem = _memory(tmp_path / "m", clock, exact_search_max_rows=400)
+    try:
+        _fill(mem, clock, rng, 4)  # 160 observations and 16 body-state readings
+    finally:
+        mem.close()
+    mem = _memory(tmp_path / "m", clock, exact_search_max_rows=400)
+    try:
+        store = mem.store
+        assert store._exact_loaded.wait(60) and store.exact_search
+        sketch = store.index.sketch
+        assert sketch is not None and len(sketch) == 0 and not store._sketch_loaded.is_set()
+        compared = 0
+        for where in _area_filters(rng):
+            for words in (["red", "cup"], ["door", "lamp"], ["plant", "box"]):
+                query = mem.embed([" ".join(words)])[0]
+                loaded = store.vector_hits(query, 10, where)
+                store._exact_loaded.clear()  # as right after the open
+                try:
+                    loading = store.vector_hits(query, 10, where)
+                finally:
+                    store._exact_loaded.set()
+                assert loading == loaded, where
+                compared += len(loaded)
+        assert compared > 100
+        assert len(sketch) == 0  # nothing above needed it
+        assert store.wait_for_sketch(60) and len(sketch) == len(store.index)
+    finally:
+        mem.close()
+    mem = _memory(tmp_path / "m", clock, exact_search_max_rows=400)
+    try:
+        store = mem.store
+        assert store._exact_loaded.wait(60) and len(store.index.sketch) == 0  # type: ignore[arg-type]
+        _fill(mem, clock, rng, 7)  # past 400 rows: the exact copy goes, the sketch loads
+        assert not store.exact_search and store._sketch_loaded.wait(60)
+        assert len(store.index.sketch) == len(store.index)  # type: ignore[arg-type]
+    finally:
+        mem.close()

@@ -349,9 +349,13 @@ def test_an_area_searched_by_lancedb_while_the_sketch_loads_ranks_as_the_sketch(
             store._sketch_loaded.clear()  # as right after an open
             try:
                 loading = store.vector_hits(vector, 10, where)
+                store.index.sketch = VectorSketch(sketch.dim)  # before its first row came
+                empty = store.vector_hits(vector, 10, where)
             finally:
+                store.index.sketch = sketch
                 store._sketch_loaded.set()
             assert loading == loaded, where
+            assert empty == loaded, where  # an empty sketch scores alike (not by its length)
             compared += bool(loaded)
     assert compared > 200
 

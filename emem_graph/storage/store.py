@@ -18,6 +18,7 @@ import json
 import logging
 import math
 import threading
+import time
 from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import replace
@@ -169,7 +170,11 @@ class MemoryStore:
         self._reads = GraphReads(self.graph)
         self._sketch_loaded = threading.Event()
         self._closing = threading.Event()
-        self._sketch_loader: threading.Thread | None = None
+        self._loaders: list[threading.Thread] = []
+        """The threads loading the in-process copies (joined at close)."""
+        self._loader_lock = threading.Lock()
+        self._sketch_deferred = False
+        """The sketch is loaded once needed, not at open (a small memory: see _start_loads)."""
         # A read-only open keeps the same in-process copies (read from LanceDB, never
         # written back): its searches answer exactly as a read-write open's.
         sketched = config.area_sketch
@@ -198,17 +203,46 @@ class MemoryStore:
                 damaged=rebuilt,
                 marked=marked,
             )
-        if sketched or self._exact is not None:
-            self._sketch_loader = threading.Thread(
-                target=self._load_sketch, name="emem-sketch", daemon=True
-            )
-            self._sketch_loader.start()
+        self._start_loads()
+
+    def _start_loads(self) -> None:
+        """Load the in-process copies of the observation vectors in the background. A memory
+        searched exactly in process (at most exact_search_max_rows observations) loads its
+        exact copy only: its sketch answers nothing while that copy is held, and is loaded
+        once the memory grows past the limit or a caller waits for it (wait_for_sketch).
+        Loading both at open took ~250 ms of a 20k memory's two cores beside its first
+        query; the exact copy alone ~150 ms."""
+        sketch = self.index.sketch
+        if self._exact is not None:
+            self._sketch_deferred = sketch is not None
+            self._start_loader([self._exact])
+        elif sketch is not None:
+            self._start_loader([sketch])
+
+    def _start_loader(self, copies: list[ExactVectors | VectorSketch]) -> None:
+        thread = threading.Thread(
+            target=self._load_copies, args=(copies,), name="emem-sketch", daemon=True
+        )
+        self._loaders.append(thread)
+        thread.start()
+
+    def _load_deferred_sketch(self) -> None:
+        """Start loading the sketch if it was left for later (see _start_loads); once."""
+        with self._loader_lock:
+            if not self._sketch_deferred or self._closing.is_set():
+                return
+            self._sketch_deferred = False
+            sketch = self.index.sketch
+            if sketch is not None:
+                self._start_loader([sketch])
 
     def close(self) -> None:
         """Confirm finished vector work in the journal and close both stores."""
-        self._closing.set()
-        if self._sketch_loader is not None:
-            self._sketch_loader.join()
+        with self._loader_lock:
+            self._closing.set()
+            loaders = list(self._loaders)
+        for loader in loaders:
+            loader.join()
         with self._write_lock:
             try:
                 if not self.read_only:
@@ -560,7 +594,14 @@ class MemoryStore:
         # The area's row count only matters against a sketch_min_rows above 0, or to LanceDB:
         # counted only then (a pass over the area's grid cells: 0.3 ms at 100k rows).
         matching: int | None = None
-        sketched = sketch is not None and where is not None and _sketch_answers(where)
+        # A small memory's area is never scored by the sketch: its exact copy answers once
+        # loaded, and LanceDB meanwhile scores as that copy will (the same answer either way).
+        sketched = (
+            sketch is not None
+            and self._exact is None
+            and where is not None
+            and _sketch_answers(where)
+        )
         if sketched and self.config.sketch_min_rows > 0:
             matching = self.matching_rows(where)
             sketched = matching is not None and matching >= self.config.sketch_min_rows
@@ -579,7 +620,9 @@ class MemoryStore:
             where,
             matching=matching,
             rescore=self._exact is not None or sketched,
-            observation_scores=sketch.scores_of_vectors if sketched and sketch else None,
+            observation_scores=(
+                sketch.scores_of_vectors if sketched and sketch is not None else None
+            ),
         )
 
     def matching_rows(self, where: VectorFilter | None) -> int | None:
@@ -595,12 +638,21 @@ class MemoryStore:
         return self.index.count_within(**area) + len(self.entities)
 
     def wait_for_sketch(self, timeout: float | None = None) -> bool:
-        """Wait until the vector sketch holds every observation vector of the open (it is
-        loaded in the background; areas are searched by LanceDB meanwhile). True when loaded,
-        False on timeout or with the sketch off."""
+        """Wait until the vector sketch holds every observation vector of the open, and the
+        exact copy of a small memory too (both are loaded in the background, a small memory's
+        sketch only from this call or once the memory grows past exact_search_max_rows;
+        LanceDB answers meanwhile). True when loaded, False on timeout or with the sketch
+        off."""
         if self.index.sketch is None:
             return False
-        return self._sketch_loaded.wait(timeout)
+        self._load_deferred_sketch()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if not self._sketch_loaded.wait(timeout):
+            return False
+        if self._exact is None:
+            return True
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        return self._exact_loaded.wait(left)  # the exact copy, loaded on its own
 
     def dense_in_process(self, where: VectorFilter | None) -> bool:
         """Whether vector_hits answers ``where`` in process without LanceDB (gists and
@@ -626,6 +678,7 @@ class MemoryStore:
             return None
         if len(self.index) > self.config.exact_search_max_rows:
             self._exact = None  # grown past the limit: LanceDB's index from now on
+            self._load_deferred_sketch()
             return None
         if n < 1:
             return []
@@ -875,6 +928,7 @@ class MemoryStore:
         exact = self._exact
         if exact is not None and len(self.index) > self.config.exact_search_max_rows:
             self._exact = exact = None
+            self._load_deferred_sketch()  # areas are searched with it from now on
         copies = [c for c in (self.index.sketch, exact) if c is not None]
         if not copies:
             return
@@ -888,11 +942,13 @@ class MemoryStore:
             for copy in copies:
                 copy.clear(gone)
 
-    def _load_sketch(self) -> None:
-        """Fill the sketch with the observation vectors LanceDB held at open (in the
-        background: 4-5 s at 1M observations). Vectors the writer put meanwhile win."""
-        sketch, exact = self.index.sketch, self._exact
-        copies = [c for c in (sketch, exact) if c is not None]
+    def _load_copies(self, copies: list[ExactVectors | VectorSketch]) -> None:
+        """Fill these copies (the sketch, the exact copy) with the observation vectors
+        LanceDB holds (in the background: 4-5 s at 1M observations). Vectors the writer put
+        meanwhile win."""
+        sketch = next((c for c in copies if c is self.index.sketch), None)
+        exact = next((c for c in copies if c is self._exact), None)
+        copies = list(copies)
         batches_read = 0
         try:
             if copies:
