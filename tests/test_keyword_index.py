@@ -111,11 +111,26 @@ def test_terms_keep_short_words_only_and_answer_alike() -> None:
     words of up to CACHED_WORD_CHARS characters: hostile texts of long unique words do not
     grow the cache, and a long word's term is the same kept or not."""
     long_words = [f"{i:04d}" + "watering" * 8 for i in range(50)]
-    before = keyword_index._cached_term.cache_info().currsize
+    before = len(keyword_index._TERMS_OF_WORDS)
     found = terms(" ".join(long_words) + " the plants")
-    assert keyword_index._cached_term.cache_info().currsize - before <= 2  # the, plants
+    assert len(keyword_index._TERMS_OF_WORDS) - before <= 2  # the, plants
     assert found == [stem(w) for w in long_words] + ["plant"]
     assert terms("Watering the plants") == terms("watering the plants") == ["water", "plant"]
+
+
+def test_the_kept_terms_stop_growing_at_their_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Endless new short words (a hostile stream) fill the kept terms up to CACHED_WORDS and
+    no further; words past the bound get the same terms, kept or not."""
+    kept: dict[str, str | None] = {}
+    monkeypatch.setattr(keyword_index, "_TERMS_OF_WORDS", kept)
+    monkeypatch.setattr(keyword_index, "CACHED_WORDS", 100)
+    new_words = [f"w{i}ing" for i in range(300)]
+    assert terms(" ".join(new_words)) == [stem(w) for w in new_words]
+    assert len(kept) == 100
+    assert terms(" ".join(new_words[::-1]) + " the two") == [stem(w) for w in new_words[::-1]] + [
+        "2"
+    ]
+    assert len(kept) == 100 and "the" not in kept
 
 
 @settings(max_examples=100, deadline=None)

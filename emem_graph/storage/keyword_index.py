@@ -17,7 +17,6 @@ the term counts of each distinct text for the postings by text (bm25's ``by_text
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 import threading
@@ -107,27 +106,36 @@ def words(text: str) -> list[str]:
 def terms(text: str) -> list[str]:
     """The index terms of ``text``, in order: words without stop words, number words as
     digits, stemmed."""
-    return [term for term in map(_term, words(text)) if term is not None]
+    known = _TERMS_OF_WORDS
+    found: list[str] = []
+    for word in words(text):
+        term = known.get(word, _UNKNOWN)
+        if term is _UNKNOWN:
+            term = _term(word)
+            if len(word) <= CACHED_WORD_CHARS and len(known) < CACHED_WORDS:
+                known[word] = term
+        if term is not None:
+            found.append(term)  # type: ignore[arg-type]
+    return found
 
 
 def _term(word: str) -> str | None:
-    """The index term of one word (None for a stop word). Words of up to CACHED_WORD_CHARS
-    characters are kept (a memory's texts repeat a vocabulary of a few thousand words:
-    building the index of 20k observations took 0.12 s, 0.07 s of it in terms; 0.044 s
-    kept); a longer one is not, so hostile texts cannot fill the cache with long words."""
-    if len(word) > CACHED_WORD_CHARS:
-        return _uncached_term(word)
-    return _cached_term(word)
-
-
-def _uncached_term(word: str) -> str | None:
+    """The index term of one word (None for a stop word)."""
     if word in STOPWORDS:
         return None
     return NUMBER_WORDS.get(word) or stem(word)
 
 
 CACHED_WORD_CHARS = 32
-_cached_term = functools.lru_cache(maxsize=1 << 16)(_uncached_term)
+CACHED_WORDS = 1 << 16
+_TERMS_OF_WORDS: dict[str, str | None] = {}
+"""The term of each word seen (None: a stop word), for words of up to CACHED_WORD_CHARS
+characters and up to CACHED_WORDS words: a memory's texts repeat a vocabulary of a few
+thousand words (building the index of 20k observations took 0.12 s, 0.07 s of it in terms;
+0.044 s with a cache behind a function, ~0.02 s with this one), and hostile texts of long or
+endless new words cannot grow it past its bound. Read and filled without a lock: one
+dictionary operation each, and a word's term is the same whoever fills it."""
+_UNKNOWN = object()
 
 
 @dataclass(frozen=True)
@@ -238,14 +246,15 @@ class KeywordIndex:
             placed: list[int] = list(blank)
             sizes: list[int] = [0] * len(blank)
             numbers: list[int] = []  # each text's number, for its held rows at once below
+            fresh = _FreshPostings()  # the texts first seen here, posted per term at the end
+            touched: set[str] = set()
             for text, counts, held in tokenised:
                 size = sum(counts.values())
                 placed.extend(held)
                 sizes.extend([size] * len(held))
                 self._total_length += size * len(held)
-                numbers.append(self._add_text(text, counts, size, held))
-                for term in counts:
-                    self._frequency.pop(term, None)
+                numbers.append(self._add_text(text, counts, size, held, fresh))
+                touched.update(counts)
                 if not self._by_row:
                     continue
                 for term, count in counts.items():
@@ -255,6 +264,10 @@ class KeywordIndex:
                         self._counts[term] = array("H")
                     postings.extend(held)
                     self._counts[term].extend(array("H", [min(count, 65_535)]) * len(held))
+            if self._frequency:
+                for term in touched:
+                    self._frequency.pop(term, None)
+            fresh.post(self._text_postings, self._text_counts)
             if numbers:
                 # In whole arrays, not per text: NumPy's per-element calls took most of a
                 # build (a 20k patrol holds ~6,400 distinct texts).
@@ -267,9 +280,12 @@ class KeywordIndex:
                 self._live[placed] = True
                 self._docs += len(placed)
 
-    def _add_text(self, text: str, counts: Counter[str], size: int, held: list[int]) -> int:
-        """The by-text postings of rows ``held`` of ``text`` (under the lock); returns the
-        text's number (the caller counts the rows in _text_live and _row_text)."""
+    def _add_text(
+        self, text: str, counts: Counter[str], size: int, held: list[int], fresh: _FreshPostings
+    ) -> int:
+        """Rows ``held`` of ``text`` (under the lock): a text not seen before is numbered and
+        its terms handed to ``fresh``; returns the text's number (the caller counts the rows
+        in _text_live and _row_text)."""
         number = self._text_number.get(text)
         if number is None:
             number = self._text_number[text] = len(self._text_rows)
@@ -279,13 +295,7 @@ class KeywordIndex:
                 self._text_length = _grown(self._text_length, grown)
                 self._text_live = _grown(self._text_live, grown)
             self._text_length[number] = size
-            for term, count in counts.items():
-                postings = self._text_postings.get(term)
-                if postings is None:
-                    postings = self._text_postings[term] = array("I")
-                    self._text_counts[term] = array("H")
-                postings.append(number)
-                self._text_counts[term].append(min(count, 65_535))
+            fresh.add(number, counts)
         self._text_rows[number].extend(held)
         return number
 
@@ -394,6 +404,47 @@ def _grown(values: np.ndarray, size: int, fill: int = 0) -> np.ndarray:
     grown = np.full(size, fill, dtype=values.dtype)
     grown[: values.shape[0]] = values
     return grown
+
+
+class _FreshPostings:
+    """The (term, text number, count) of texts new to an index, gathered during one add()
+    and appended to each term's postings at once: one append per text and term took most of
+    a build (a 20k patrol: ~6,400 distinct texts, ~45,000 of them)."""
+
+    def __init__(self) -> None:
+        self._terms: list[str] = []
+        self._numbers: list[int] = []
+        self._counts: list[int] = []
+
+    def add(self, number: int, counts: Counter[str]) -> None:
+        self._terms.extend(counts)
+        self._counts.extend(counts.values())
+        self._numbers.extend([number] * len(counts))
+
+    def post(self, postings: dict[str, array[int]], counts: dict[str, array[int]]) -> None:
+        """Append each term's texts (in the order they were added, as one append each would)
+        and counts (at most 65,535) to ``postings`` and ``counts``."""
+        if not self._terms:
+            return
+        ids: dict[str, int] = {}
+        term_ids = np.fromiter(
+            (ids.setdefault(term, len(ids)) for term in self._terms), np.int64, len(self._terms)
+        )
+        order = np.argsort(term_ids, kind="stable")  # a term's texts stay in order
+        by_term = term_ids[order]
+        numbers = np.asarray(self._numbers, dtype=np.uint32)[order]
+        held = np.minimum(np.asarray(self._counts, dtype=np.int64), 65_535)
+        held = held.astype(np.uint16)[order]
+        starts = np.flatnonzero(np.r_[True, by_term[1:] != by_term[:-1]]).tolist()
+        names = list(ids)  # a term's id is its place here
+        for start, end in zip(starts, [*starts[1:], len(order)], strict=True):
+            term = names[int(by_term[start])]
+            texts = postings.get(term)
+            if texts is None:
+                texts = postings[term] = array("I")
+                counts[term] = array("H")
+            texts.frombytes(numbers[start:end].tobytes())
+            counts[term].frombytes(held[start:end].tobytes())
 
 
 MEMO_TEXTS = 1 << 16
