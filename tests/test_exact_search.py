@@ -202,8 +202,10 @@ def test_a_small_memory_loads_its_sketch_only_once_needed(tmp_path: Path) -> Non
     clock = SimClock(1000.0)
     rng = np.random.default_rng(12)
     mem = _memory(tmp_path / "m", clock, exact_search_max_rows=400)
-    try:
+    try:  # a new memory: both copies filled as it is written, nothing left for later
+        assert mem.store.wait_for_sketch(60) and not mem.store._sketch_deferred
         _fill(mem, clock, rng, 4)  # 160 observations and 16 body-state readings
+        assert len(mem.store.index.sketch) == len(mem.store.index)  # type: ignore[arg-type]
     finally:
         mem.close()
     mem = _memory(tmp_path / "m", clock, exact_search_max_rows=400)

@@ -213,13 +213,15 @@ class MemoryStore:
         Loading both at open took ~250 ms of a 20k memory's two cores beside its first
         query; the exact copy alone ~150 ms."""
         sketch = self.index.sketch
-        if self._exact is not None:
+        if self._exact is not None and len(self.index) > 0:
             self._sketch_deferred = sketch is not None
             self._start_loader([self._exact])
-        elif sketch is not None:
-            self._start_loader([sketch])
+        else:  # a new memory's copies fill as it is written: nothing to defer
+            self._start_loader([c for c in (self._exact, sketch) if c is not None])
 
     def _start_loader(self, copies: list[ExactVectors | VectorSketch]) -> None:
+        if not copies:
+            return
         thread = threading.Thread(
             target=self._load_copies, args=(copies,), name="emem-sketch", daemon=True
         )
