@@ -417,6 +417,7 @@ def test_the_open_check_in_one_call_reads_what_the_synchronous_calls_read(
         "part_0_invert.lance",
         "bitmap_page_lookup.lance",
         "page_data.lance",
+        "data/*.lance",
     ],
 )
 @pytest.mark.parametrize("one_call", [True, False])
@@ -427,9 +428,10 @@ def test_a_damaged_index_of_a_sealed_table_is_found_at_open(
     damaged: str,
     one_call: bool,
 ) -> None:
-    """An index file cut in half after the seal was written (a change the seal's sizes,
-    times and sampled bytes would not show, re-sealed here) is found by the open check:
-    each index is opened or warmed whole, whether in one call or in the synchronous ones."""
+    """An index file (or a data file) cut in half after the seal was written (a change the
+    seal's sizes, times and sampled bytes would not show, re-sealed here) is found by the open
+    check: each index is opened or warmed whole and every fragment read, whether in one call
+    or in the synchronous ones."""
     import shutil
 
     from emem_graph.errors import VectorStoreDamagedError
@@ -437,7 +439,7 @@ def test_a_damaged_index_of_a_sealed_table_is_found_at_open(
 
     path = tmp_path / "v"
     shutil.copytree(indexed_table, path)
-    file = sorted(path.rglob(damaged))[0]
+    file = sorted(path.glob(f"*/{damaged}") if "/" in damaged else path.rglob(damaged))[0]
     data = file.read_bytes()
     file.write_bytes(data[: len(data) // 2])
     probe.write_seal(path)
