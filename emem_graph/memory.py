@@ -637,9 +637,10 @@ class SpatioTemporalMemory:
 
     def _write_batch(self, items: list[_Pending | _EntitySighting]) -> int:
         batch = [item for item in items if isinstance(item, _Pending)]
+        sightings = len(batch) < len(items)
         if batch:
-            self._write_observations(batch)
-        if len(batch) < len(items):
+            self._write_observations(batch, self._names_to_embed() if sightings else [])
+        if sightings:
             try:
                 self._consolidation.flush_entities()
             except Exception as exc:  # staged still; the next flush() retries and raises
@@ -689,11 +690,21 @@ class SpatioTemporalMemory:
         entity changes) accepted at the door, then refused by the store; over every session."""
         return self._rejected.count()
 
-    def _write_observations(self, batch: list[_Pending]) -> None:
+    def _names_to_embed(self) -> list[str]:
+        # The entity names the flush after this batch embeds, when the embedding cache keeps
+        # them until then (_write_observations embeds them with the texts).
+        size = self.config.embedding_cache_size
+        names = self._consolidation.resolver.names_to_embed()
+        return names if len(names) <= size else []
+
+    def _write_observations(self, batch: list[_Pending], names: Sequence[str] = ()) -> None:
+        """Write a batch of observations, embedding those without a vector; ``names`` (entity
+        names the flush writes next) are embedded in the same model call, into the cache."""
         missing = [i for i, p in enumerate(batch) if p.embedding is None]
         vectors = np.zeros((len(batch), self.embedder.dim), dtype=np.float32)
-        if missing:
-            vectors[missing] = self.embed([batch[i].observation.text for i in missing])
+        if missing or names:
+            texts = [batch[i].observation.text for i in missing]
+            vectors[missing] = self.embed([*texts, *names])[: len(texts)]
         for i, pending in enumerate(batch):
             if pending.embedding is not None:
                 vectors[i] = pending.embedding

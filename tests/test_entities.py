@@ -234,3 +234,38 @@ def test_names_are_embedded_to_be_compared_or_with_the_entities_written(
     assert "yellow box" in mem.entity_query(name="yellow")
     vector = mem.embed(["yellow box"])[0]
     assert mem.store.vectors.search(vector, 1, ENTITY_ROWS)[0].id == box
+
+
+@pytest.mark.parametrize("cache_size", [10_000, 0])
+def test_a_flush_embeds_its_texts_and_its_new_names_in_one_model_call(
+    make_memory: Any, hashing: Any, cache_size: int
+) -> None:
+    """The names of the entities a flush writes are embedded with the batch's observation
+    texts, in one call of the model (a call of its own cost 20-40 ms of MiniLM for a few
+    names), through the embedding cache; without a cache they get a call of their own. Either
+    way every entity is written with its name's vector."""
+    embedder = _CountingEmbedder(hashing)
+    mem = make_memory(
+        f"one-call-{cache_size}", embedder=embedder, embedding_cache_size=cache_size, **QUIET
+    )
+    mem.add("a kettle on the counter", 1.0, 1.0, timestamp=10.0)
+    kettle = mem.add_entity("Blue  kettle", 1.0, 1.0, timestamp=10.0)
+    mem.add("a mug by the sink", 5.0, 1.0, timestamp=11.0)
+    mug = mem.add_entity("green mug", 40.0, 1.0, timestamp=11.0)
+    embedder.calls.clear()
+    mem.flush()
+    texts = ["a kettle on the counter", "a mug by the sink"]
+    if cache_size:
+        assert embedder.calls == [[*texts, "blue kettle", "green mug"]]
+    else:
+        assert embedder.calls == [texts, ["blue kettle", "green mug"]]
+    assert entity_rows(mem) == Counter({kettle: 1, mug: 1})
+    for name, entity_id in (("blue kettle", kettle), ("green mug", mug)):
+        vector = hashing.embed([name])[0]
+        assert mem.store.vectors.search(vector, 1, ENTITY_ROWS)[0].id == entity_id
+    # Names already embedded are not asked again.
+    embedder.calls.clear()
+    mem.add("the kettle again", 1.1, 1.0, timestamp=12.0)
+    assert mem.add_entity("blue kettle", 1.1, 1.0, timestamp=12.0) == kettle
+    mem.flush()
+    assert embedder.calls == [["the kettle again"]]
