@@ -57,7 +57,8 @@ class _Pending:
 
 class _EntitySighting:
     """A buffer item marking a staged add_entity(): the flush that takes it writes the staged
-    entity changes, so they follow the same count and time bounds as observations."""
+    entity changes, so they follow the same time bound as observations and a count bound of
+    their own (IngestBuffer's ``kind``: flush_batch_size sightings)."""
 
 
 _ENTITY_SIGHTING = _EntitySighting()
@@ -233,6 +234,7 @@ class SpatioTemporalMemory:
                 interval=config.flush_interval,
                 set_aside=self._set_aside,
                 probe=self._probe_storage,
+                kind=type,
             )
         )
 

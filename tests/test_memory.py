@@ -78,6 +78,29 @@ def test_batch_flushes_by_count_without_a_query(make_memory):
     assert wait_until(lambda: mem._store.vectors.existing_ids(ids) == set(ids))
 
 
+def test_entity_sightings_and_observations_are_counted_apart_towards_a_batch(make_memory):
+    """A flush by count comes when flush_batch_size observations wait, or flush_batch_size
+    entity sightings: sightings among the observations do not cut a batch of observations
+    short (a short batch cost a second write and a second model call of a few texts)."""
+    clock = SimClock()
+    mem = make_memory(clock=clock, flush_batch_size=4, flush_interval=1e6)
+    ids = []
+    for i in range(3):
+        ids.append(mem.add(f"box {i}", float(i), 0.0))
+        mem.add_entity(f"box {i}", 20.0 * i, 10.0)
+    time.sleep(0.5)  # six items, three of each kind: no batch is full
+    assert mem._store.get_observations(ids) == []
+    assert mem.consolidation.resolver.staged == 3
+    ids.append(mem.add("box 3", 3.0, 0.0))  # the fourth observation: one batch, all of it
+    assert wait_until(lambda: len(mem._store.get_observations(ids)) == 4)
+    assert wait_until(lambda: mem.consolidation.resolver.staged == 0)
+    assert mem._ingest().flushes == 1
+    for i in range(4):  # sightings alone keep their own count bound
+        mem.add_entity(f"crate {i}", 50.0 + 10 * i, 0.0)
+    assert wait_until(lambda: mem.consolidation.resolver.staged == 0)
+    assert mem._ingest().flushes == 2
+
+
 def test_timer_flushes_on_the_injected_clock(make_memory):
     clock = SimClock()
     mem = make_memory(clock=clock, flush_batch_size=1000, flush_interval=2.0)

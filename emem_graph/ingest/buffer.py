@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 log = logging.getLogger(__name__)
@@ -15,7 +16,8 @@ Item = TypeVar("Item")
 class IngestBuffer(Generic[Item]):
     """Buffers items and hands them to ``write`` in batches, in arrival order.
 
-    A batch is written when ``batch_size`` items wait (the flush thread is woken), when the
+    A batch is written when ``batch_size`` items of one kind wait (the flush thread is woken;
+    ``kind`` gives an item's, all items are of one kind without it), when the
     oldest waiting item is ``interval`` seconds old by the injected ``clock`` (checked by the
     flush thread every ``poll`` wall-clock seconds, so a simulated clock drives time flushes), or
     when flush() is called.
@@ -32,7 +34,10 @@ class IngestBuffer(Generic[Item]):
     Args:
         write: writes a batch, returns how many items it counts as written (or None: all).
         clock: the memory's clock.
-        batch_size: items that trigger a flush.
+        batch_size: items of one kind that trigger a flush.
+        kind: an item's kind, each counted apart towards ``batch_size`` (the memory's
+            observations and its entity sightings: sightings among observations do not cut
+            a batch of observations short, and each kind keeps its own count bound).
         interval: age in clock seconds of the oldest item that triggers a flush.
         poll: wall seconds between the flush thread's checks.
         name: the flush thread's name.
@@ -52,8 +57,10 @@ class IngestBuffer(Generic[Item]):
         name: str = "emem-flush",
         set_aside: Callable[[Item, BaseException], None] | None = None,
         probe: Callable[[], None] | None = None,
+        kind: Callable[[Item], Hashable] | None = None,
     ) -> None:
         self._write = write
+        self._kind = kind
         self._set_aside = set_aside
         self._probe = probe
         self.rejected = 0
@@ -63,6 +70,8 @@ class IngestBuffer(Generic[Item]):
         self.interval = interval
         self._poll = poll if poll is not None else min(0.2, interval / 4)
         self._items: list[Item] = []
+        self._waiting: Counter[Hashable] = Counter()
+        """How many items of each kind wait."""
         self._oldest: float | None = None
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
@@ -85,7 +94,9 @@ class IngestBuffer(Generic[Item]):
             if not self._items:
                 self._oldest = self._clock()
             self._items.append(item)
-            full = len(self._items) >= self.batch_size
+            kind = None if self._kind is None else self._kind(item)
+            self._waiting[kind] += 1
+            full = self._waiting[kind] >= self.batch_size
         if full:
             self._wake.set()
 
@@ -102,6 +113,7 @@ class IngestBuffer(Generic[Item]):
         with self._flush_lock:
             with self._lock:
                 batch, self._items, self._oldest = self._items, [], None
+                self._waiting.clear()
             if not batch:
                 return 0
             try:
@@ -182,6 +194,7 @@ class IngestBuffer(Generic[Item]):
     def _requeue(self, items: list[Item], exc: BaseException) -> None:
         with self._lock:
             self._items[:0] = items
+            self._waiting.update(None if self._kind is None else self._kind(i) for i in items)
             if items:
                 self._oldest = self._clock()
         self.last_error = exc
@@ -202,7 +215,7 @@ class IngestBuffer(Generic[Item]):
         with self._lock:
             if not self._items:
                 return False
-            if len(self._items) >= self.batch_size:
+            if max(self._waiting.values()) >= self.batch_size:
                 return True
             return self._oldest is not None and self._clock() - self._oldest >= self.interval
 
