@@ -92,13 +92,14 @@ def test_entity_sightings_and_observations_are_counted_apart_towards_a_batch(mak
     assert mem._store.get_observations(ids) == []
     assert mem.consolidation.resolver.staged == 3
     ids.append(mem.add("box 3", 3.0, 0.0))  # the fourth observation: one batch, all of it
-    assert wait_until(lambda: len(mem._store.get_observations(ids)) == 4)
-    assert wait_until(lambda: mem.consolidation.resolver.staged == 0)
-    assert mem._ingest().flushes == 1
+    buffer = mem._ingest()
+    # The flush counts itself after its write returns: waited for, not read at once.
+    assert wait_until(lambda: buffer.flushes == 1 and mem.consolidation.resolver.staged == 0)
+    assert len(mem._store.get_observations(ids)) == 4
+    assert len(buffer) == 0 and buffer.flushes == 1  # one batch took all seven
     for i in range(4):  # sightings alone keep their own count bound
         mem.add_entity(f"crate {i}", 50.0 + 10 * i, 0.0)
-    assert wait_until(lambda: mem.consolidation.resolver.staged == 0)
-    assert mem._ingest().flushes == 2
+    assert wait_until(lambda: buffer.flushes == 2 and mem.consolidation.resolver.staged == 0)
 
 
 def test_timer_flushes_on_the_injected_clock(make_memory):
