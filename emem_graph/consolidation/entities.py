@@ -328,9 +328,7 @@ class EntityResolver:
         with self._lock:
             if self._table is None or not self._dirty:
                 return []
-            table = self._table
-            keys = (_key(table[i].entity.name) for i in self._dirty if table[i].vector is None)
-            return sorted(k for k in set(keys) if k not in self._names)
+            return self._unknown_names([self._table[i] for i in self._dirty])
 
     def _flush_apart(self, dirty: list[_Tracked], error: StorageError) -> int:
         """After a failed flush: when the graph takes a write at all, write each entity on
@@ -832,8 +830,7 @@ class EntityResolver:
         missing = [t for t in tracked if t.vector is None]
         if not missing:
             return
-        # Sorted: the same names make the same model call whatever order the set gives.
-        unknown = sorted({_key(t.entity.name) for t in missing} - self._names.keys())
+        unknown = self._unknown_names(missing)
         # Read before the cache is trimmed: more names than it keeps can come at once.
         fresh = dict(zip(unknown, self._embed(unknown), strict=True)) if unknown else {}
         for t in missing:
@@ -843,6 +840,12 @@ class EntityResolver:
         for key, vector in fresh.items():
             self._names[key] = np.asarray(vector, dtype=np.float32)
         self._trim(self._names, NAME_CACHE_SIZE)
+
+    def _unknown_names(self, tracked: Sequence[_Tracked]) -> list[str]:
+        """The names (as keys) of these entities that have no vector and no cached name
+        vector, sorted: the same names make the same model call whatever order a set gives."""
+        keys = {_key(t.entity.name) for t in tracked if t.vector is None}
+        return sorted(keys - self._names.keys())
 
     def _name_vectors(self, labels: Sequence[str]) -> None:
         missing = list(dict.fromkeys(_key(n) for n in labels if _key(n) not in self._names))
