@@ -344,7 +344,10 @@ class GraphDB:
         buffer_pool_mb: int = 0,
         max_db_size: int = 0,
         engine: str | None = None,
+        probe_first: bool = True,
     ) -> None:
+        """``probe_first=False`` opens the file in this process at once: for a caller that is
+        itself the child process the probe would start (storage/probe.py)."""
         self.path = path
         self.read_only = read_only
         self.engine = resolve_engine(engine)
@@ -360,7 +363,8 @@ class GraphDB:
         try:
             # Kuzu kills the process on some damage: a file not sealed by a clean close is
             # opened in a child process first (storage/probe.py).
-            probe.check_graph(path, read_only=read_only, engine=self.engine)
+            if probe_first:
+                probe.check_graph(path, read_only=read_only, engine=self.engine)
             if not read_only:
                 probe.break_seal(path)
             # buffer_pool_mb, max_db_size (the address space Kuzu reserves for its buffer

@@ -19,6 +19,11 @@ What a child decides: one killed by a signal (or running past ``PROBE_TIMEOUT_S`
 damaged store: the caller refuses the graph (DamagedMemoryError) or rebuilds the vector table
 from the graph (VectorStoreDamagedError). A child that exits with an error decides nothing:
 the open in this process then raises its own, mapped error.
+
+A graph with a write-ahead log (the last run was killed) is replayed on a copy and read whole
+before and after the checkpoint that writes the log into the file: Kuzu 0.11.3 was seen to
+replay a log right and write it wrong (string values swapped between rows, then SIGSEGV). On
+a difference the graph is rebuilt from the replayed rows (rebuild_graph): nothing is lost.
 """
 
 from __future__ import annotations
@@ -61,6 +66,80 @@ for name, kind in connection.execute("CALL show_tables() RETURN name, type").get
         connection.execute(f"MATCH ()-[r:`{name}`]->() RETURN count(*)").get_all()
 connection.close()
 db.close()
+"""
+
+REPLAY_PROGRAM = """
+import hashlib, importlib, sys
+import numpy as np, pyarrow as pa, pyarrow.compute as pc
+engine = importlib.import_module(sys.argv[2])
+
+def column_digest(digest, array):
+    # A column's values in a canonical form: its null mask, then the values that are there
+    # (strings as lengths and bytes, lists as lengths and items, numbers as their bytes).
+    digest.update(str(array.type).encode())
+    digest.update(np.packbits(array.is_null().to_numpy(zero_copy_only=False)).tobytes())
+    values = array.drop_null()
+    if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+        digest.update(pc.list_value_length(values).to_numpy().tobytes())
+        column_digest(digest, pc.list_flatten(values))
+    elif pa.types.is_string(values.type) or pa.types.is_binary(values.type):
+        digest.update(pc.binary_length(values).to_numpy().tobytes())
+        offsets = np.frombuffer(values.buffers()[1], dtype=np.int32)
+        offsets = offsets[values.offset : values.offset + len(values) + 1]
+        if len(values):
+            digest.update(memoryview(values.buffers()[2])[offsets[0] : offsets[-1]])
+    elif pa.types.is_integer(values.type) or pa.types.is_floating(values.type):
+        digest.update(values.to_numpy().tobytes())
+    else:
+        digest.update(repr(values.to_pylist()).encode())
+
+def digest(path, keys):
+    # Every row of every table in an order of their own. With keys: nodes by primary key,
+    # relationships by their ends' keys and their properties (two files compared). Else by
+    # the nodes' places in the file (offset), which a checkpoint keeps: cheaper (one file
+    # compared before and after its checkpoint).
+    db = engine.Database(path)
+    connection = engine.Connection(db)
+    run = lambda cypher: connection.execute(cypher).get_all()
+    total, rows = hashlib.sha256(), 0
+    for name, kind in sorted(run("CALL show_tables() RETURN name, type")):
+        props = [p for (p,) in run(f"CALL table_info('{name}') RETURN name")]
+        if kind == "NODE":
+            ends = [] if keys else ["offset(id(n))"]
+            returns = ", ".join(ends + [f"n.`{p}`" for p in props])
+            queries = [(f"MATCH (n:`{name}`) RETURN {returns}", len(ends))]
+        elif kind == "REL":
+            queries = []
+            for a, b, a_key, b_key in run(
+                f"CALL show_connection('{name}') RETURN `source table name`, "
+                "`destination table name`, `source table primary key`, "
+                "`destination table primary key`"
+            ):
+                ends = [f"a.`{a_key}`", f"b.`{b_key}`"] if keys else [
+                    "offset(id(a))", "offset(id(b))"]
+                returns = ", ".join(ends + [f"r.`{p}`" for p in props])
+                queries.append(
+                    (f"MATCH (a:`{a}`)-[r:`{name}`]->(b:`{b}`) RETURN {returns}", 0))
+        else:
+            continue
+        for query, hidden in queries:
+            table = connection.execute(query).get_as_arrow()
+            sortable = [c for c, field in zip(table.column_names, table.schema) if not (
+                pa.types.is_list(field.type) or pa.types.is_large_list(field.type))]
+            order = pc.sort_indices(table, [(c, "ascending") for c in sortable])
+            total.update(f"{query} {table.num_rows}".encode())
+            for column in table.columns[hidden:]:
+                column_digest(total, column.take(order).combine_chunks())
+            rows += table.num_rows
+            del table, order
+    connection.close()
+    db.close()
+    return f"{total.hexdigest()[:32]} {rows}"
+
+path, keys = sys.argv[1], sys.argv[3] == "keys"
+print("REPLAYED", digest(path, keys), flush=True)  # the log replayed, not yet checkpointed
+if sys.argv[4] == "twice":
+    print("CHECKPOINTED", digest(path, keys), flush=True)  # the close above wrote it
 """
 
 VECTORS_PROGRAM = """
@@ -147,42 +226,68 @@ def break_seal(path: Path) -> None:
         log.debug("could not remove the seal of %s: %s", path, exc)
 
 
-def crash_in_child(program: str, args: Sequence[str]) -> str | None:
+def run_in_child(program: str, args: Sequence[str]) -> tuple[str | None, str]:
     """Run ``program`` (Python text) in a child process with ``args``: how it crashed (the
-    signal's name, or a timeout), or None when it exited, with an error or without, or when
-    no child process can be started."""
+    signal's name, or a timeout; None when it exited, with an error or without, or when no
+    child process can be started) and what it printed."""
     try:
         run = subprocess.run(
             [sys.executable, "-c", program, *args],
             capture_output=True,
+            text=True,
+            errors="replace",
             timeout=PROBE_TIMEOUT_S,
             check=False,
         )
     except subprocess.TimeoutExpired:
-        return f"did not finish in {PROBE_TIMEOUT_S:.0f} s"
+        return f"did not finish in {PROBE_TIMEOUT_S:.0f} s", ""
     except OSError as exc:
         # No child can be started here (the Cypher sandbox forbids exec: it is itself the
         # child process that contains a crash): open in this process.
         log.debug("no child process for the probe (%s): opening in this one", exc)
-        return None
+        return None, ""
     if run.returncode < 0:
-        return signal.Signals(-run.returncode).name
+        return signal.Signals(-run.returncode).name, run.stdout
+    return None, run.stdout
+
+
+def crash_in_child(program: str, args: Sequence[str]) -> str | None:
+    """Run ``program`` in a child process (run_in_child): how it crashed, or None."""
+    return run_in_child(program, args)[0]
+
+
+def _printed(output: str, word: str) -> str | None:
+    """The digest a REPLAY_PROGRAM child printed after ``word``, if it got that far."""
+    for line in output.splitlines():
+        if line.startswith(f"{word} "):
+            return line[len(word) + 1 :]
     return None
 
 
 def check_graph(path: Path, *, read_only: bool, engine: str = "kuzu") -> None:
     """Open the graph file ``path`` in a child process first unless it is sealed.
 
-    A child that crashes with a write-ahead log beside the graph is tried again without it:
-    opened read-write, the log is moved aside (``graph.kuzu.wal.damaged-<time>``, never
-    deleted) and reported; the writes it held are then missing from the graph, which the
-    graph's high-water mark reports as a loss (health.py). ``engine`` is the graph engine's
-    module name (kuzu or ladybug), loaded only in the child.
+    With a write-ahead log beside the graph (the last run was killed), the child replays it on
+    a copy of both files and reads every row twice: replayed, and again after the engine wrote
+    the log into the file (its checkpoint). Then:
+
+    - the child crashes replaying: the log is tried again without it: moved aside
+      (``graph.kuzu.wal.damaged-<time>``, never deleted) and reported; the writes it held are
+      then missing from the graph, which the graph's high-water mark reports as a loss
+      (health.py);
+    - the rows differ after the checkpoint, or it crashes there: Kuzu 0.11.3 does this to some
+      logs cut by a kill (string columns come back swapped between rows; a later read dies of
+      SIGSEGV). Read before its checkpoint the replayed graph is whole, so the graph is rebuilt
+      from it (``rebuild_graph``): nothing is lost.
+
+    ``engine`` is the graph engine's module name (kuzu or ladybug), loaded only in the child.
 
     Raises:
-        DamagedMemoryError: the graph engine crashes opening the file (without its log).
+        DamagedMemoryError: the graph engine crashes opening the file (without its log), or
+            a rebuild the log needs fails or cannot be made read-only.
     """
     wal = path.with_name(f"{path.name}.wal")
+    finish_rebuild(path, read_only=read_only)
     if not path.exists() or is_sealed(path, unsealed_by=[wal]):
         return
     log.debug("opening %s in a child process first (not sealed)", path)
@@ -191,10 +296,12 @@ def check_graph(path: Path, *, read_only: bool, engine: str = "kuzu") -> None:
         # A child replaying the log writes into the graph file (a checkpoint) and may crash
         # half way, leaving it damaged: the log is replayed on a copy of both files.
         with tempfile.TemporaryDirectory(dir=path.parent, prefix=".probe-") as scratch:
-            copy = Path(scratch) / path.name
-            shutil.copyfile(path, copy)
-            shutil.copyfile(wal, copy.with_name(wal.name))
-            crash = crash_in_child(GRAPH_PROGRAM, [str(copy), "0", engine])
+            copy = _copy_graph(path, wal, Path(scratch))
+            crash, output = run_in_child(REPLAY_PROGRAM, [str(copy), engine, "offsets", "twice"])
+        replayed = _printed(output, "REPLAYED")
+        if replayed is not None and (crash or _printed(output, "CHECKPOINTED") != replayed):
+            rebuild_graph(path, engine, crash or "rows changed")
+            return
     else:
         crash = crash_in_child(GRAPH_PROGRAM, [str(path), str(int(read_only)), engine])
     if crash is not None and has_log:
@@ -207,7 +314,12 @@ def check_graph(path: Path, *, read_only: bool, engine: str = "kuzu") -> None:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         aside = wal.with_name(f"{wal.name}.damaged-{stamp}")
         os.replace(wal, aside)
-        replay_crash, crash = crash, crash_in_child(GRAPH_PROGRAM, [str(path), "0", engine])
+        # Without the log, every row read: a file that crashes a full read is damaged itself,
+        # and the log was not the cause.
+        replay_crash, crash = (
+            crash,
+            crash_in_child(REPLAY_PROGRAM, [str(path), engine, "offsets", "once"]),
+        )
         if crash is not None:  # the graph file itself: the log goes back where it was
             os.replace(aside, wal)
         else:
@@ -221,3 +333,158 @@ def check_graph(path: Path, *, read_only: bool, engine: str = "kuzu") -> None:
             f"cannot open graph database {path}: the graph engine crashed opening it ({crash}; "
             "damaged); restore the memory's directory from a backup"
         )
+
+
+def _copy_graph(path: Path, wal: Path, directory: Path) -> Path:
+    """Copies of the graph file and its log in ``directory``; the copy of the graph."""
+    directory.mkdir(parents=True, exist_ok=True)
+    copy = directory / path.name
+    shutil.copyfile(path, copy)
+    if wal.exists():
+        shutil.copyfile(wal, copy.with_name(wal.name))
+    return copy
+
+
+# --- rebuilding a graph whose log the engine's checkpoint would damage ---------------------------
+
+REBUILD_STEP = (
+    "import sys; from emem_graph.storage.probe import rebuild_step; rebuild_step(sys.argv[1:])"
+)
+
+
+def rebuild_marker(path: Path) -> Path:
+    """The note a rebuild leaves beside the graph while it swaps files (finish_rebuild)."""
+    return path.with_name(f"{path.name}.rebuild.json")
+
+
+def rebuild_graph(path: Path, engine: str, why: str) -> None:
+    """Rebuild the graph file ``path`` from its replayed write-ahead log, in child processes:
+    the log replayed on a copy, every table exported as the replay left it (before any
+    checkpoint), imported into a new graph file, which must hold the same rows as the
+    replayed copy (compared by key). The new file then takes the old one's place; the old
+    file and its log are kept beside it (``.before-rebuild-<time>``), never deleted. A kill
+    during the swap is finished by the next open (finish_rebuild).
+
+    Raises:
+        DamagedMemoryError: a step failed (the files are left as they were).
+    """
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    wal = path.with_name(f"{path.name}.wal")
+    log.warning(
+        "the graph engine damages %s writing its write-ahead log into it (%s): rebuilding the "
+        "graph from the replayed log",
+        path,
+        why,
+    )
+
+    def refuse(failure: str) -> DamagedMemoryError:
+        return DamagedMemoryError(
+            f"cannot open graph database {path}: the graph engine damages it writing its "
+            f"write-ahead log into it ({why}), and rebuilding the graph from the log failed "
+            f"({failure}); restore the memory's directory from a backup"
+        )
+
+    with tempfile.TemporaryDirectory(dir=path.parent, prefix=".rebuild-") as scratch:
+        work = Path(scratch)
+        tables, fresh = work / "tables", work / "fresh" / path.name
+        fresh.parent.mkdir()
+        # The replayed rows, read before the checkpoint that ends the child damages them.
+        copy = _copy_graph(path, wal, work / "digest")
+        replayed = _printed(
+            run_in_child(REPLAY_PROGRAM, [str(copy), engine, "keys", "once"])[1], "REPLAYED"
+        )
+        copy = _copy_graph(path, wal, work / "replayed")
+        for step, graph in (("export", copy), ("import", fresh)):
+            crash, output = run_in_child(REBUILD_STEP, [step, str(graph), str(tables), engine])
+            if crash is not None or "DONE" not in output.split():
+                raise refuse(f"{step}: {crash or output.strip()[-300:] or 'no answer'}")
+        crash, output = run_in_child(REPLAY_PROGRAM, [str(fresh), engine, "keys", "once"])
+        if replayed is None or crash is not None or _printed(output, "REPLAYED") != replayed:
+            raise refuse("the rebuilt graph does not hold the replayed rows")
+        rebuilt = path.with_name(f"{path.name}.rebuilt-{stamp}")
+        os.replace(fresh, rebuilt)
+    marker = rebuild_marker(path)
+    note = {
+        "rebuilt": rebuilt.name,
+        "kept": f"{path.name}.before-rebuild-{stamp}",
+        "wal_kept": f"{wal.name}.before-rebuild-{stamp}",
+    }
+    temporary = marker.with_name(f".{marker.name}.tmp")
+    with temporary.open("w", encoding="utf-8") as handle:
+        json.dump(note, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, marker)
+    finish_rebuild(path, read_only=False)
+    report_damage(
+        path.parent,
+        f"the graph engine damages the graph writing its write-ahead log into it ({why})",
+        f"the graph was rebuilt from the replayed log, nothing lost; the file and log as they "
+        f"were are kept as {note['kept']} and {note['wal_kept']}",
+    )
+
+
+def finish_rebuild(path: Path, *, read_only: bool) -> None:
+    """Finish a rebuild that a kill stopped while it swapped files (its marker is there): the
+    old file and log are set aside, the rebuilt file takes their place. Each step can be
+    done again, so a kill here too is finished by the next open.
+
+    Raises:
+        DamagedMemoryError: read-only (the swap writes), or the marker is not readable.
+    """
+    marker = rebuild_marker(path)
+    if not marker.exists():
+        return
+    if read_only:
+        raise DamagedMemoryError(
+            f"cannot open graph database {path} read-only: a rebuild of the graph was "
+            "interrupted while it swapped files; open the memory read-write once to finish it"
+        )
+    try:
+        note = json.loads(marker.read_text(encoding="utf-8"))
+        rebuilt, kept, wal_kept = (path.with_name(note[k]) for k in ("rebuilt", "kept", "wal_kept"))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise DamagedMemoryError(
+            f"cannot open graph database {path}: the note of an interrupted rebuild "
+            f"({marker.name}) is unreadable ({exc}); restore the memory's directory from a backup"
+        ) from exc
+    wal = path.with_name(f"{path.name}.wal")
+    if rebuilt.exists():
+        if path.exists() and not kept.exists():
+            os.link(path, kept)  # kept under its new name before the rebuilt file replaces it
+        if wal.exists():
+            os.replace(wal, wal_kept)
+        os.replace(rebuilt, path)
+    _fsync_directory(path.parent)
+    marker.unlink()
+
+
+def _fsync_directory(directory: Path) -> None:
+    try:
+        handle = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+def rebuild_step(argv: Sequence[str]) -> None:
+    """One step of rebuild_graph, run in a child process: ``export GRAPH TABLES ENGINE`` (the
+    log beside GRAPH replayed, every table written to TABLES, then the process ends without
+    closing the graph: no checkpoint) or ``import GRAPH TABLES ENGINE`` (a new GRAPH from
+    TABLES, closed cleanly). Prints DONE."""
+    from emem_graph.storage.graph import GraphDB
+    from emem_graph.storage.graph_transfer import export_tables, import_tables
+
+    step, graph_path, tables, engine = argv
+    graph = GraphDB(Path(graph_path), engine=engine, probe_first=False)
+    if step == "export":
+        export_tables(graph, Path(tables))
+        sys.stdout.write("DONE\n")
+        sys.stdout.flush()
+        os._exit(0)  # the replayed graph is never checkpointed
+    import_tables(graph, Path(tables))
+    graph.close()
+    print("DONE")
