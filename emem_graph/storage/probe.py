@@ -32,6 +32,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -401,36 +402,43 @@ def rebuild_graph(path: Path, engine: str, why: str) -> None:
         crash, output = run_in_child(REPLAY_PROGRAM, [str(fresh), engine, "keys", "once"])
         if replayed is None or crash is not None or _printed(output, "REPLAYED") != replayed:
             raise refuse("the rebuilt graph does not hold the replayed rows")
-        rebuilt = path.with_name(f"{path.name}.rebuilt-{stamp}")
+        rebuilt, kept, wal_kept = _rebuild_names(path, stamp)
         os.replace(fresh, rebuilt)
     marker = rebuild_marker(path)
-    note = {
-        "rebuilt": rebuilt.name,
-        "kept": f"{path.name}.before-rebuild-{stamp}",
-        "wal_kept": f"{wal.name}.before-rebuild-{stamp}",
-    }
     temporary = marker.with_name(f".{marker.name}.tmp")
     with temporary.open("w", encoding="utf-8") as handle:
-        json.dump(note, handle)
+        json.dump({"stamp": stamp}, handle)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, marker)
+    _fsync_directory(path.parent)
     finish_rebuild(path, read_only=False)
     report_damage(
         path.parent,
         f"the graph engine damages the graph writing its write-ahead log into it ({why})",
         f"the graph was rebuilt from the replayed log, nothing lost; the file and log as they "
-        f"were are kept as {note['kept']} and {note['wal_kept']}",
+        f"were are kept as {kept.name} and {wal_kept.name}",
+    )
+
+
+def _rebuild_names(path: Path, stamp: str) -> tuple[Path, Path, Path]:
+    """A rebuild's files beside the graph: the rebuilt graph, the old graph, the old log."""
+    wal = path.with_name(f"{path.name}.wal")
+    return (
+        path.with_name(f"{path.name}.rebuilt-{stamp}"),
+        path.with_name(f"{path.name}.before-rebuild-{stamp}"),
+        wal.with_name(f"{wal.name}.before-rebuild-{stamp}"),
     )
 
 
 def finish_rebuild(path: Path, *, read_only: bool) -> None:
-    """Finish a rebuild that a kill stopped while it swapped files (its marker is there): the
+    """Finish a rebuild that a kill stopped while it swapped files (its note is there): the
     old file and log are set aside, the rebuilt file takes their place. Each step can be
     done again, so a kill here too is finished by the next open.
 
     Raises:
-        DamagedMemoryError: read-only (the swap writes), or the marker is not readable.
+        DamagedMemoryError: read-only (the swap writes), or the note is not one a rebuild
+            writes.
     """
     marker = rebuild_marker(path)
     if not marker.exists():
@@ -441,17 +449,22 @@ def finish_rebuild(path: Path, *, read_only: bool) -> None:
             "interrupted while it swapped files; open the memory read-write once to finish it"
         )
     try:
-        note = json.loads(marker.read_text(encoding="utf-8"))
-        rebuilt, kept, wal_kept = (path.with_name(note[k]) for k in ("rebuilt", "kept", "wal_kept"))
+        stamp = json.loads(marker.read_text(encoding="utf-8"))["stamp"]
+        if not re.fullmatch(r"\d{8}T\d{6}Z", stamp):
+            raise ValueError(f"not a time: {stamp!r}")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise DamagedMemoryError(
             f"cannot open graph database {path}: the note of an interrupted rebuild "
             f"({marker.name}) is unreadable ({exc}); restore the memory's directory from a backup"
         ) from exc
+    rebuilt, kept, wal_kept = _rebuild_names(path, stamp)
     wal = path.with_name(f"{path.name}.wal")
     if rebuilt.exists():
         if path.exists() and not kept.exists():
-            os.link(path, kept)  # kept under its new name before the rebuilt file replaces it
+            try:  # kept under its new name before the rebuilt file replaces it
+                os.link(path, kept)
+            except OSError:  # a file system without hard links
+                shutil.copy2(path, kept)
         if wal.exists():
             os.replace(wal, wal_kept)
         os.replace(rebuilt, path)

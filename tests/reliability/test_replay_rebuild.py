@@ -173,8 +173,8 @@ def test_a_kill_during_the_swap_is_finished_by_the_next_open(
     monkeypatch.setattr(probe, "finish_rebuild", lambda path, read_only: None)
     probe.rebuild_graph(graph, resolve_engine(), "rows changed")
     monkeypatch.undo()
-    note = json.loads(probe.rebuild_marker(graph).read_text())
-    rebuilt, kept, wal_kept = (memory / note[k] for k in ("rebuilt", "kept", "wal_kept"))
+    stamp = json.loads(probe.rebuild_marker(graph).read_text())["stamp"]
+    rebuilt, kept, wal_kept = probe._rebuild_names(graph, stamp)
     assert rebuilt.exists() and graph.exists() and wal.exists()
     if stage in ("linked", "log_moved", "swapped"):
         os.link(graph, kept)
@@ -311,3 +311,19 @@ def test_the_key_digest_does_not_depend_on_the_order_rows_were_written_in(tmp_pa
         assert crash is None, output
         digests.append(probe._printed(output, "REPLAYED"))
     assert digests[0] is not None and digests[0] == digests[1]
+
+
+@pytest.mark.parametrize(
+    "note", ["", "{", '{"stamp": "../../graph"}', '{"stamp": 7}', '{"rebuilt": "health.json"}']
+)
+def test_a_rebuild_note_that_no_rebuild_wrote_refuses_the_memory_and_touches_nothing(
+    killed: Path, tmp_path: Path, note: str
+) -> None:
+    memory = tmp_path / "mem"
+    shutil.copytree(killed, memory)
+    probe.rebuild_marker(memory / "graph.kuzu").write_text(note)
+    before = {p.name: p.read_bytes() for p in memory.iterdir() if p.is_file()}
+    with pytest.raises(DamagedMemoryError, match="note of an interrupted rebuild") as caught:
+        _open(memory)
+    assert "\n" not in str(caught.value)
+    assert {p.name: p.read_bytes() for p in memory.iterdir() if p.is_file()} == before
