@@ -157,7 +157,7 @@ def _ignore_lock(directory: str, names: list[str]) -> list[str]:
 def _copy_others(scratch: Path, copy: Path) -> list[str]:
     copied = []
     for entry in sorted(scratch.iterdir()):
-        if entry.name in _GRAPH_ONLY or entry.name.startswith(".probe-"):
+        if entry.name in _GRAPH_ONLY or entry.name.startswith((".probe-", ".rebuild-")):
             continue
         if entry.is_dir() and not entry.is_symlink():
             shutil.copytree(entry, copy / entry.name, symlinks=True)

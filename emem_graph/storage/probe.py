@@ -289,6 +289,8 @@ def check_graph(path: Path, *, read_only: bool, engine: str = "kuzu") -> None:
     """
     wal = path.with_name(f"{path.name}.wal")
     finish_rebuild(path, read_only=read_only)
+    if not read_only:
+        remove_stale_scratch(path.parent)
     if not path.exists() or is_sealed(path, unsealed_by=[wal]):
         return
     log.debug("opening %s in a child process first (not sealed)", path)
@@ -334,6 +336,28 @@ def check_graph(path: Path, *, read_only: bool, engine: str = "kuzu") -> None:
             f"cannot open graph database {path}: the graph engine crashed opening it ({crash}; "
             "damaged); restore the memory's directory from a backup"
         )
+
+
+SCRATCH_PREFIXES = (".probe-", ".rebuild-")
+"""The directories a probe or a rebuild works in beside the graph (removed when it ends)."""
+SCRATCH_STALE_S = 4 * PROBE_TIMEOUT_S
+"""Such a directory untouched for this long was left by a killed process (a live one's child
+would have been stopped long before): the next read-write open removes it."""
+
+
+def remove_stale_scratch(directory: Path) -> None:
+    """Remove the scratch directories of probes and rebuilds that a kill cut short (a copy of
+    the graph each: at 1M observations, hundreds of MB per kill)."""
+    now = time.time()
+    for entry in directory.iterdir():
+        if not entry.name.startswith(SCRATCH_PREFIXES) or entry.is_symlink():
+            continue
+        try:
+            if entry.is_dir() and now - entry.stat().st_mtime > SCRATCH_STALE_S:
+                shutil.rmtree(entry)
+                log.info("removed %s, left by a probe or rebuild that was killed", entry)
+        except OSError as exc:
+            log.debug("could not remove %s: %s", entry, exc)
 
 
 def _copy_graph(path: Path, wal: Path, directory: Path) -> Path:

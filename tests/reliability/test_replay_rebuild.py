@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
-from emem_graph.errors import DamagedMemoryError
+from emem_graph.errors import DamagedMemoryError, RecoveryNeededError
 from emem_graph.storage import probe
 from emem_graph.storage.graph import resolve_engine
 from emem_graph.storage.health import read_health
@@ -327,3 +327,28 @@ def test_a_rebuild_note_that_no_rebuild_wrote_refuses_the_memory_and_touches_not
         _open(memory)
     assert "\n" not in str(caught.value)
     assert {p.name: p.read_bytes() for p in memory.iterdir() if p.is_file()} == before
+
+
+def test_scratch_left_by_a_killed_probe_or_rebuild_is_removed_once_stale(
+    killed: Path, tmp_path: Path
+) -> None:
+    memory = tmp_path / "mem"
+    shutil.copytree(killed, memory)
+    stale = [memory / ".probe-killed", memory / ".rebuild-killed"]
+    live = [memory / ".probe-running", memory / ".rebuild-running"]
+    others = [memory / ".probe-file", memory / "notes.probe-x"]
+    for directory in stale + live:
+        (directory / "graph").mkdir(parents=True)
+        (directory / "graph" / "graph.kuzu").write_bytes(b"copy")
+    for file in others:
+        file.write_text("not a scratch directory")
+    old = (memory / "graph.kuzu").stat().st_mtime - probe.SCRATCH_STALE_S - 60
+    for directory in stale:
+        os.utime(directory, (old, old))
+    os.utime(others[0], (old, old))
+    with pytest.raises(RecoveryNeededError):  # read-only: refused, and it removes nothing
+        _open(memory, read_only=True)
+    assert all(d.exists() for d in stale)
+    _assert_whole(memory)
+    assert not any(d.exists() for d in stale)
+    assert all(d.exists() for d in live + others)
