@@ -375,6 +375,8 @@ class GraphDB:
                 "max_db_size": max_db_size or 1 << 43,
                 **_ENGINE_OPTIONS.get(self.engine, {}),
             }
+            wal = path.with_name(f"{path.name}.wal")
+            replays_log = not read_only and wal.exists() and wal.stat().st_size > 0
             self._db = self._engine.Database(str(path), **self._options)
         except BaseException as exc:
             self._release()
@@ -411,6 +413,13 @@ class GraphDB:
         self._writer = None if read_only else self._new_connection()
         self._closed = False
         self._generation = 0
+        if replays_log and self._writer is not None:
+            # The replayed log written into the file now, before any new write: the very
+            # checkpoint the probe read back on a copy (probe.check_graph).
+            try:
+                self._writer.execute("CHECKPOINT")
+            except ENGINE_ERRORS as exc:
+                log.warning("checkpoint of the replayed log of %s deferred: %s", path, exc)
 
     @property
     def generation(self) -> int:
