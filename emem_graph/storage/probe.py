@@ -87,8 +87,9 @@ def column_digest(digest, array):
         digest.update(pc.binary_length(values).to_numpy().tobytes())
         offsets = np.frombuffer(values.buffers()[1], dtype=np.int32)
         offsets = offsets[values.offset : values.offset + len(values) + 1]
-        if len(values):
-            digest.update(memoryview(values.buffers()[2])[offsets[0] : offsets[-1]])
+        data = values.buffers()[2]
+        if len(values) and data is not None:  # (no data buffer when every string is empty)
+            digest.update(memoryview(data)[offsets[0] : offsets[-1]])
     elif pa.types.is_integer(values.type) or pa.types.is_floating(values.type):
         digest.update(values.to_numpy().tobytes())
     else:
