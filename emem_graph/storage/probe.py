@@ -374,8 +374,11 @@ def _copy_graph(path: Path, wal: Path, directory: Path) -> Path:
 # --- rebuilding a graph whose log the engine's checkpoint would damage ---------------------------
 
 REBUILD_STEP = (
-    "import sys; from emem_graph.storage.probe import rebuild_step; rebuild_step(sys.argv[1:])"
+    "import sys; from emem_graph.storage.graph_rebuild import rebuild_step; "
+    "rebuild_step(sys.argv[1:])"
 )
+"""The child of each rebuild step (storage/graph_rebuild.py: it imports the graph, which
+imports this module)."""
 
 
 def rebuild_marker(path: Path) -> Path:
@@ -506,23 +509,3 @@ def _fsync_directory(directory: Path) -> None:
         os.fsync(handle)
     finally:
         os.close(handle)
-
-
-def rebuild_step(argv: Sequence[str]) -> None:
-    """One step of rebuild_graph, run in a child process: ``export GRAPH TABLES ENGINE`` (the
-    log beside GRAPH replayed, every table written to TABLES, then the process ends without
-    closing the graph: no checkpoint) or ``import GRAPH TABLES ENGINE`` (a new GRAPH from
-    TABLES, closed cleanly). Prints DONE."""
-    from emem_graph.storage.graph import GraphDB
-    from emem_graph.storage.graph_transfer import export_tables, import_tables
-
-    step, graph_path, tables, engine = argv
-    graph = GraphDB(Path(graph_path), engine=engine, probe_first=False)
-    if step == "export":
-        export_tables(graph, Path(tables))
-        sys.stdout.write("DONE\n")
-        sys.stdout.flush()
-        os._exit(0)  # the replayed graph is never checkpointed
-    import_tables(graph, Path(tables))
-    graph.close()
-    print("DONE")

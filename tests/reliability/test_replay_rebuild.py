@@ -261,7 +261,7 @@ def test_the_probe_digest_sees_one_changed_value_and_not_a_rebuilt_file(
 IMPORT_LOSING_A_TABLE = textwrap.dedent(
     """
     import json, pathlib, sys
-    from emem_graph.storage.probe import rebuild_step
+    from emem_graph.storage.graph_rebuild import rebuild_step
     if sys.argv[1] == "import":
         manifest = pathlib.Path(sys.argv[3]) / "manifest.json"
         files = json.loads(manifest.read_text())
