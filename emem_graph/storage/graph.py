@@ -347,7 +347,9 @@ class GraphDB:
         probe_first: bool = True,
     ) -> None:
         """``probe_first=False`` opens the file in this process at once: for a caller that is
-        itself the child process the probe would start (storage/probe.py)."""
+        itself the child process the probe would start (storage/probe.py). Such a caller may be
+        reading a replayed log the probe has not checked, whose checkpoint may damage it (Kuzu
+        0.11.3): nothing checkpoints it before close, neither at open nor automatically."""
         self.path = path
         self.read_only = read_only
         self.engine = resolve_engine(engine)
@@ -375,6 +377,8 @@ class GraphDB:
                 "max_db_size": max_db_size or 1 << 43,
                 **_ENGINE_OPTIONS.get(self.engine, {}),
             }
+            if not probe_first:
+                self._options["auto_checkpoint"] = False
             wal = path.with_name(f"{path.name}.wal")
             replays_log = not read_only and wal.exists() and wal.stat().st_size > 0
             self._db = self._engine.Database(str(path), **self._options)
@@ -413,7 +417,7 @@ class GraphDB:
         self._writer = None if read_only else self._new_connection()
         self._closed = False
         self._generation = 0
-        if replays_log and self._writer is not None:
+        if replays_log and probe_first and self._writer is not None:
             # The replayed log written into the file now, before any new write: the very
             # checkpoint the probe read back on a copy (probe.check_graph).
             try:

@@ -257,6 +257,23 @@ def test_the_probe_digest_sees_one_changed_value_and_not_a_rebuilt_file(
     assert digest(changed, "keys") != keys
 
 
+def test_the_export_step_reads_the_replayed_log_without_checkpointing_it(
+    killed: Path, tmp_path: Path
+) -> None:
+    """The export reads the rows as the replay left them: its child neither checkpoints the log
+    at open (what GraphDB does after the probe checked that checkpoint) nor automatically, so
+    the graph file is byte for byte as it was (a checkpoint would have written the log into it,
+    and on Kuzu 0.11.3 may damage the rows it then exports)."""
+    engine = resolve_engine()
+    copy = probe._copy_graph(killed / "graph.kuzu", killed / "graph.kuzu.wal", tmp_path / "a")
+    before = copy.read_bytes()
+    crash, output = probe.run_in_child(
+        probe.REBUILD_STEP, ["export", str(copy), str(tmp_path / "tables"), engine]
+    )
+    assert crash is None and "DONE" in output.split(), output
+    assert copy.read_bytes() == before
+
+
 # A rebuild whose import leaves a table out (its rows exported, not imported).
 IMPORT_LOSING_A_TABLE = textwrap.dedent(
     """
