@@ -379,7 +379,7 @@ class GraphDB:
             }
             if not probe_first:
                 self._options["auto_checkpoint"] = False
-            wal = path.with_name(f"{path.name}.wal")
+            wal = probe.wal_path(path)
             replays_log = not read_only and wal.exists() and wal.stat().st_size > 0
             self._db = self._engine.Database(str(path), **self._options)
         except BaseException as exc:

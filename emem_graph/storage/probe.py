@@ -166,6 +166,11 @@ if sys.argv[2] in db.table_names():
 """
 
 
+def wal_path(path: Path) -> Path:
+    """The write-ahead log of the graph file ``path`` (beside it, on both engines)."""
+    return path.with_name(f"{path.name}.wal")
+
+
 def seal_path(path: Path) -> Path:
     """Where the seal of the file or directory ``path`` lives (beside it)."""
     return path.with_name(f"{path.stem}_seal.json")
@@ -288,7 +293,7 @@ def check_graph(path: Path, *, read_only: bool, engine: str = "kuzu") -> None:
         DamagedMemoryError: the graph engine crashes opening the file (without its log), or
             a rebuild the log needs fails or cannot be made read-only.
     """
-    wal = path.with_name(f"{path.name}.wal")
+    wal = wal_path(path)
     finish_rebuild(path, read_only=read_only)
     if not read_only:
         remove_stale_scratch(path.parent)
@@ -398,7 +403,7 @@ def rebuild_graph(path: Path, engine: str, why: str) -> None:
         DamagedMemoryError: a step failed (the files are left as they were).
     """
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    wal = path.with_name(f"{path.name}.wal")
+    wal = wal_path(path)
     log.warning(
         "the graph engine damages %s writing its write-ahead log into it (%s): rebuilding the "
         "graph from the replayed log",
@@ -451,7 +456,7 @@ def rebuild_graph(path: Path, engine: str, why: str) -> None:
 
 def _rebuild_names(path: Path, stamp: str) -> tuple[Path, Path, Path]:
     """A rebuild's files beside the graph: the rebuilt graph, the old graph, the old log."""
-    wal = path.with_name(f"{path.name}.wal")
+    wal = wal_path(path)
     return (
         path.with_name(f"{path.name}.rebuilt-{stamp}"),
         path.with_name(f"{path.name}.before-rebuild-{stamp}"),
@@ -486,7 +491,7 @@ def finish_rebuild(path: Path, *, read_only: bool) -> None:
             f"({marker.name}) is unreadable ({exc}); restore the memory's directory from a backup"
         ) from exc
     rebuilt, kept, wal_kept = _rebuild_names(path, stamp)
-    wal = path.with_name(f"{path.name}.wal")
+    wal = wal_path(path)
     if rebuilt.exists():
         if path.exists() and not kept.exists():
             try:  # kept under its new name before the rebuilt file replaces it

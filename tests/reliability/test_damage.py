@@ -21,7 +21,6 @@ import logging
 import os
 import random
 import shutil
-import signal
 import struct
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from killed_memory import run_killed_writer
 
 from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
 from emem_graph.errors import DamagedMemoryError, EmemGraphError
@@ -102,15 +102,7 @@ def seeds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     mem.store.vectors.compact()
     assert mem.store.vectors.wait_for_index(120)
     mem.close()
-    killed = root / "killed"
-    run = subprocess.run(
-        [sys.executable, "-c", _KILLED_WRITER, str(killed), str(N_KILLED), str(DIM)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == -signal.SIGKILL, run.stderr
-    assert (killed / "graph.kuzu.wal").stat().st_size > 0
+    killed = run_killed_writer(_KILLED_WRITER, root / "killed", N_KILLED, DIM)
     return {"closed": closed, "killed": killed}
 
 

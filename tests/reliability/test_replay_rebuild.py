@@ -16,13 +16,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from killed_memory import run_killed_writer
 
 from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
 from emem_graph.errors import DamagedMemoryError, RecoveryNeededError
@@ -82,16 +82,7 @@ CRASHED_AFTER_REPLAY = probe.REPLAY_PROGRAM.replace(
 
 @pytest.fixture(scope="module")
 def killed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("replay") / "killed"
-    run = subprocess.run(
-        [sys.executable, "-c", _KILLED_WRITER, str(path), str(N), str(DIM)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == -signal.SIGKILL, run.stderr
-    assert (path / "graph.kuzu.wal").stat().st_size > 0
-    return path
+    return run_killed_writer(_KILLED_WRITER, tmp_path_factory.mktemp("replay") / "killed", N, DIM)
 
 
 def _open(path: Path, *, read_only: bool = False) -> SpatioTemporalMemory:
