@@ -359,7 +359,8 @@ class GraphDB:
         path.parent.mkdir(parents=True, exist_ok=True)
         # One open per database file in this process (Kuzu would take a second and lose
         # writes): claimed before opening, given back on close, on a failed open, or when this
-        # object is collected unclosed.
+        # object is collected unclosed. Claimed before the probe too, which copies the file and
+        # may rebuild it: never while another process holds it.
         claim = open_registry.claim(path, read_only=read_only)
         self._release = weakref.finalize(self, claim.release)
         try:

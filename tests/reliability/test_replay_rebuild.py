@@ -25,7 +25,7 @@ import pytest
 from killed_memory import run_killed_writer
 
 from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
-from emem_graph.errors import DamagedMemoryError, RecoveryNeededError
+from emem_graph.errors import DamagedMemoryError, DatabaseLockedError, RecoveryNeededError
 from emem_graph.storage import probe
 from emem_graph.storage.graph import GraphDB, resolve_engine
 from emem_graph.storage.health import read_health
@@ -93,15 +93,16 @@ def _open(path: Path, *, read_only: bool = False) -> SpatioTemporalMemory:
     )
 
 
-def _assert_whole(path: Path) -> None:
-    """Every flushed observation there with its own text, the entity too, nothing lost."""
+def _assert_whole(path: Path, *also: str) -> None:
+    """Every flushed observation there with its own text (and those of ``also``), the entity
+    too, nothing lost."""
     mem = _open(path)
     try:
         texts = {
             r["text"]
             for r in mem.store.graph.query_text("MATCH (o:Observation) RETURN o.text AS text")
         }
-        assert texts == {f"saw a red cup number {i} near the sink" for i in range(N)}
+        assert texts == {f"saw a red cup number {i} near the sink" for i in range(N)} | set(also)
         names = mem.store.graph.query_text("MATCH (e:Entity) RETURN e.name AS name")
         assert [r["name"] for r in names] == ["red cup"]
         hits = mem.semantic_search("saw a red cup number 7 near the sink", n_results=1)
@@ -184,6 +185,61 @@ def test_a_kill_during_the_swap_is_finished_by_the_next_open(
     _assert_whole(memory)
     assert not probe.rebuild_marker(graph).exists() and not rebuilt.exists()
     assert kept.exists() and wal_kept.exists()
+
+
+_HOLDER = textwrap.dedent(
+    """
+    import sys
+    from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
+    mem = SpatioTemporalMemory(
+        config=MemoryConfig(db_path=sys.argv[1], embedding_dim=int(sys.argv[2]),
+                            maintenance_interval=None),
+        embedding_provider=HashingEmbedder(int(sys.argv[2])),
+    )
+    mem.add("a blue mug on the shelf", x=3.0, y=4.0)
+    mem.flush()  # in the log, not yet in the file
+    print("HOLDING", flush=True)
+    sys.stdin.readline()
+    mem.close()
+    """
+)
+
+
+def test_a_memory_another_process_holds_is_refused_before_any_probe_or_rebuild(
+    killed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second process opening a memory that one process holds read-write (its writes in the
+    log, the file unsealed) is refused by the memory's lock before the probe copies a file the
+    holder is writing: no scratch copy, no rebuild under the holder, its files untouched. The
+    same lock orders two processes opening one killed memory: the first probes and rebuilds,
+    the second is refused."""
+    memory = tmp_path / "mem"
+    shutil.copytree(killed, memory)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(memory), str(DIM)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "HOLDING"
+        wal = memory / "graph.kuzu.wal"
+        assert wal.stat().st_size > 0
+        files = {p.name: p.read_bytes() for p in memory.iterdir() if p.is_file()}
+        monkeypatch.setattr(probe, "REPLAY_PROGRAM", CHANGED_AFTER_CHECKPOINT)  # would rebuild
+        for read_only in (False, True):
+            with pytest.raises(DatabaseLockedError):
+                _open(memory, read_only=read_only)
+        assert {p.name: p.read_bytes() for p in memory.iterdir() if p.is_file()} == files
+        assert not [p for p in memory.iterdir() if p.name.startswith((".probe-", ".rebuild-"))]
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        assert holder.wait(timeout=120) == 0
+    monkeypatch.undo()
+    _assert_whole(memory, "a blue mug on the shelf")
+    assert _kept(memory) == []
 
 
 def test_a_failed_rebuild_refuses_the_memory_and_leaves_its_files(
