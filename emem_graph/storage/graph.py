@@ -349,7 +349,8 @@ class GraphDB:
         """``probe_first=False`` opens the file in this process at once: for a caller that is
         itself the child process the probe would start (storage/probe.py). Such a caller may be
         reading a replayed log the probe has not checked, whose checkpoint may damage it (Kuzu
-        0.11.3): nothing checkpoints it before close, neither at open nor automatically."""
+        0.11.3): when it replays a log, nothing checkpoints it before close, neither at open
+        nor automatically (a new file, as the rebuild's import writes, checkpoints as usual)."""
         self.path = path
         self.read_only = read_only
         self.engine = resolve_engine(engine)
@@ -378,10 +379,10 @@ class GraphDB:
                 "max_db_size": max_db_size or 1 << 43,
                 **_ENGINE_OPTIONS.get(self.engine, {}),
             }
-            if not probe_first:
-                self._options["auto_checkpoint"] = False
             wal = probe.wal_path(path)
             replays_log = not read_only and wal.exists() and wal.stat().st_size > 0
+            if replays_log and not probe_first:  # a log no probe checked: never checkpointed
+                self._options["auto_checkpoint"] = False
             self._db = self._engine.Database(str(path), **self._options)
         except BaseException as exc:
             self._release()
