@@ -24,7 +24,6 @@ import shutil
 import struct
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -65,26 +64,6 @@ def _open(path: Path) -> SpatioTemporalMemory:
     return SpatioTemporalMemory(config=_config(path), embedding_provider=HashingEmbedder(DIM))
 
 
-_KILLED_WRITER = textwrap.dedent(
-    """
-    import os, signal, sys
-    from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
-    path, n, dim = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    mem = SpatioTemporalMemory(
-        config=MemoryConfig(db_path=path, embedding_dim=dim),
-        embedding_provider=HashingEmbedder(dim),
-    )
-    mem.start_episode("tidy the kitchen")
-    for i in range(n):
-        mem.add(f"saw a red cup number {i} near the sink", x=float(i % 10), y=float(i // 10))
-        if i % 20 == 19:
-            mem.flush()
-    mem.flush()
-    os.kill(os.getpid(), signal.SIGKILL)
-    """
-)
-
-
 @pytest.fixture(scope="module")
 def seeds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("damage_seeds")
@@ -102,7 +81,7 @@ def seeds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     mem.store.vectors.compact()
     assert mem.store.vectors.wait_for_index(120)
     mem.close()
-    killed = run_killed_writer(_KILLED_WRITER, root / "killed", N_KILLED, DIM)
+    killed = run_killed_writer(root / "killed", N_KILLED, DIM)
     return {"closed": closed, "killed": killed}
 
 

@@ -34,31 +34,6 @@ DIM = 32
 N = 40
 FLUSHED = N - N % 20  # the writer dies after its flush of the last full twenty
 
-_KILLED_WRITER = textwrap.dedent(
-    """
-    import os, signal, sys
-    from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
-    path, n, dim = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    mem = SpatioTemporalMemory(
-        config=MemoryConfig(db_path=path, embedding_dim=dim, maintenance_interval=None),
-        embedding_provider=HashingEmbedder(dim),
-    )
-    mem.close()  # the schema checkpointed: what follows lives in the log only
-    mem = SpatioTemporalMemory(
-        config=MemoryConfig(db_path=path, embedding_dim=dim, maintenance_interval=None),
-        embedding_provider=HashingEmbedder(dim),
-    )
-    mem.start_episode("tidy the kitchen")
-    for i in range(n):
-        mem.add(f"saw a red cup number {i} near the sink", x=float(i % 10), y=float(i // 10))
-        if i % 20 == 19:
-            mem.flush()
-    mem.add_entity("red cup", x=1.0, y=2.0)
-    mem.flush()
-    os.kill(os.getpid(), signal.SIGKILL)
-    """
-)
-
 # The probe's program with the engine's fault put between its two reads: the log is replayed
 # and checkpointed for real, then one row changed (what Kuzu 0.11.3 did to string columns).
 CHANGED_AFTER_CHECKPOINT = probe.REPLAY_PROGRAM.replace(
@@ -82,7 +57,8 @@ CRASHED_AFTER_REPLAY = probe.REPLAY_PROGRAM.replace(
 
 @pytest.fixture(scope="module")
 def killed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return run_killed_writer(_KILLED_WRITER, tmp_path_factory.mktemp("replay") / "killed", N, DIM)
+    path = tmp_path_factory.mktemp("replay") / "killed"
+    return run_killed_writer(path, N, DIM, quiet=True, closed_first=True, entity=True)
 
 
 def _open(path: Path, *, read_only: bool = False) -> SpatioTemporalMemory:
