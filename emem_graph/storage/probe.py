@@ -70,7 +70,7 @@ db.close()
 """
 
 REPLAY_PROGRAM = """
-import hashlib, importlib, sys
+import hashlib, importlib, os, sys
 import numpy as np, pyarrow as pa, pyarrow.compute as pc
 engine = importlib.import_module(sys.argv[2])
 
@@ -134,14 +134,19 @@ def digest(path, keys):
                 column_digest(total, column.take(order).combine_chunks())
             rows += table.num_rows
             del table, order
-    connection.close()
-    db.close()
-    return f"{total.hexdigest()[:32]} {rows}"
+    return db, connection, f"{total.hexdigest()[:32]} {rows}"
 
 path, keys = sys.argv[1], sys.argv[3] == "keys"
-print("REPLAYED", digest(path, keys), flush=True)  # the log replayed, not yet checkpointed
-if sys.argv[4] == "twice":
-    print("CHECKPOINTED", digest(path, keys), flush=True)  # the close above wrote it
+db, connection, replayed = digest(path, keys)
+print("REPLAYED", replayed, flush=True)  # the log replayed, not yet checkpointed
+if sys.argv[4] != "twice":
+    os._exit(0)  # never checkpointed: the file and its log stay as they were
+connection.close()
+db.close()  # the checkpoint: the log written into the file
+db, connection, checkpointed = digest(path, keys)
+print("CHECKPOINTED", checkpointed, flush=True)
+connection.close()
+db.close()
 """
 
 VECTORS_PROGRAM = """
@@ -422,12 +427,12 @@ def rebuild_graph(path: Path, engine: str, why: str) -> None:
         work = Path(scratch)
         tables, fresh = work / "tables", work / "fresh" / path.name
         fresh.parent.mkdir()
-        # The replayed rows, read before the checkpoint that ends the child damages them.
-        copy = _copy_graph(path, wal, work / "digest")
+        # The replayed rows (the child ends without a checkpoint: the copy stays as it was,
+        # and the export replays the same log).
+        copy = _copy_graph(path, wal, work / "replayed")
         replayed = _printed(
             run_in_child(REPLAY_PROGRAM, [str(copy), engine, "keys", "once"])[1], "REPLAYED"
         )
-        copy = _copy_graph(path, wal, work / "replayed")
         for step, graph in (("export", copy), ("import", fresh)):
             crash, output = run_in_child(REBUILD_STEP, [step, str(graph), str(tables), engine])
             if crash is not None or "DONE" not in output.split():

@@ -34,25 +34,23 @@ DIM = 32
 N = 40
 FLUSHED = N - N % 20  # the writer dies after its flush of the last full twenty
 
+
 # The probe's program with the engine's fault put between its two reads: the log is replayed
 # and checkpointed for real, then one row changed (what Kuzu 0.11.3 did to string columns).
+_SECOND_READ = "db, connection, checkpointed = digest(path, keys)"
 CHANGED_AFTER_CHECKPOINT = probe.REPLAY_PROGRAM.replace(
-    'if sys.argv[4] == "twice":',
-    'if sys.argv[4] == "twice":\n'
-    "    db = engine.Database(path)\n"
-    "    engine.Connection(db).execute(\n"
-    "        \"MATCH (o:Observation) WITH o LIMIT 1 SET o.text = 'swapped'\")\n"
-    "    db.close()\n"
-    'if sys.argv[4] == "twice":',
+    _SECOND_READ,
+    "db = engine.Database(path)\n"
+    "engine.Connection(db).execute(\n"
+    "    \"MATCH (o:Observation) WITH o LIMIT 1 SET o.text = 'swapped'\")\n"
+    "db.close()\n" + _SECOND_READ,
 )
+assert CHANGED_AFTER_CHECKPOINT != probe.REPLAY_PROGRAM
 # ... or died in it (what the next full read did).
 CRASHED_AFTER_REPLAY = probe.REPLAY_PROGRAM.replace(
-    'if sys.argv[4] == "twice":',
-    'if sys.argv[4] == "twice":\n'
-    "    import os, signal\n"
-    "    os.kill(os.getpid(), signal.SIGSEGV)\n"
-    'if sys.argv[4] == "twice":',
+    _SECOND_READ, "import signal\nos.kill(os.getpid(), signal.SIGSEGV)\n" + _SECOND_READ
 )
+assert CRASHED_AFTER_REPLAY != probe.REPLAY_PROGRAM
 
 
 @pytest.fixture(scope="module")
