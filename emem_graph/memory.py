@@ -28,11 +28,13 @@ from emem_graph.errors import (
     InvalidInputError,
     MemoryClosedError,
     ReadOnlyMemoryError,
+    StorageError,
 )
 from emem_graph.gate import CallGate, while_open
 from emem_graph.ingest.buffer import IngestBuffer
 from emem_graph.ingest.embeddings import EmbeddingProvider, make_embedder
 from emem_graph.ingest.rejected import RejectedRows
+from emem_graph.ingest.unwritten import UnwrittenRows
 from emem_graph.models import (
     AGENT_NOTE,
     INTEROCEPTION,
@@ -129,7 +131,10 @@ class SpatioTemporalMemory:
             OllamaLLM); None: the one config.llm_provider names, by default none (built-in
             fallbacks).
         get_current_time: clock in float seconds used for every time decision (default
-            time.time); a simulation clock that starts at 0 is fine.
+            time.time); a simulation clock that starts at 0 is fine. Each reading is checked
+            as a ``timestamp=`` is: a reading that is not a number, not finite or outside
+            years 2-9998 (nanoseconds, say) fails the call that read it with
+            InvalidInputError, and that call writes nothing.
         read_only: open an existing memory for reading only: the graph in the engine's
             read-only mode (it refuses any write itself), the vector table only read, no
             background work, nothing in the directory created or changed. The retrieval and
@@ -174,7 +179,10 @@ class SpatioTemporalMemory:
                 f"config.embedding_dim is {config.embedding_dim}"
             )
         self.llm_client = llm_client
-        self._clock: Callable[[], float] = get_current_time or time.time
+        self._clock: Callable[[], float] = (
+            time.time if get_current_time is None else validation.checked_clock(get_current_time)
+        )
+        self._clock()  # a clock that gives no time is refused before anything opens
         self._embed_lock = threading.Lock()
         self._embedding_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._state_lock = threading.RLock()
@@ -237,6 +245,9 @@ class SpatioTemporalMemory:
                 kind=type,
             )
         )
+        self._unwritten = UnwrittenRows(self._store.root)
+        if self._buffer is not None and self._unwritten.exists():
+            self._write_unwritten()
 
     def _abandon(self) -> None:
         """Stop and close whatever a failed construction opened (never raises)."""
@@ -296,7 +307,7 @@ class SpatioTemporalMemory:
         self._closed = True
         try:
             if self._buffer is not None:
-                self._buffer.stop()
+                self._stop_buffer(self._buffer)
         finally:
             try:
                 self._consolidation.stop()
@@ -308,6 +319,51 @@ class SpatioTemporalMemory:
                     self.tools.close()
             finally:
                 self._store.close()
+
+    def _stop_buffer(self, buffer: IngestBuffer[_Pending | _EntitySighting]) -> None:
+        """Stop the flush thread and write what waits; rows the last write cannot store (the
+        embedder or the storage fails as a whole) are kept in unwritten.jsonl for the next open.
+
+        Raises:
+            StorageError: the last write failed (the rows are kept, the message says where),
+                or they could not be kept either.
+        """
+        try:
+            buffer.stop()
+        except Exception as exc:
+            left = [(i.observation, i.embedding) for i in buffer.drain() if isinstance(i, _Pending)]
+            if not left:
+                raise StorageError(f"closing: the last write failed: {exc}") from exc
+            self._unwritten.keep(left)
+            raise StorageError(
+                f"closing: {len(left)} observations could not be written "
+                f"({type(exc).__name__}: {exc}); they are kept in {self._unwritten.path} and "
+                "written when the memory next opens read-write"
+            ) from exc
+
+    def _write_unwritten(self) -> None:
+        """Write the rows a failed close kept (unwritten.jsonl), then remove the file. Rows
+        stored already (the file outlived their write) are skipped; when the write fails as a
+        whole the file stays for the next open and the memory opens without them."""
+        assert self._buffer is not None
+        rows = self._unwritten.load()
+        stored = {o.id for o in self._store.get_observations([o.id for o, _ in rows])}
+        for observation, vector in rows:
+            if observation.id not in stored:
+                self._buffer.add(_Pending(observation, vector))
+        try:
+            self._buffer.flush()
+        except Exception as exc:
+            self._buffer.drain()  # still in the file
+            log.warning(
+                "the %d observations kept in %s at the last close could not be written yet "
+                "(%s); they stay there for the next open",
+                len(rows),
+                self._unwritten.path,
+                exc,
+            )
+            return
+        self._unwritten.discard()
 
     @property
     def store(self) -> MemoryStore:
@@ -562,14 +618,19 @@ class SpatioTemporalMemory:
             recent = [o for o in recent if o.id not in self._set_aside_ids]
         if n is None:
             return recent
-        if n < 0:
-            raise InvalidInputError(f"n must be >= 0, got {n}")
-        return recent[-n:] if n else []
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
+            raise InvalidInputError(f"n must be a whole number >= 0, got {n!r}")
+        return recent[-int(n) :] if n else []
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Embed texts with the memory's provider (serialised: models are not thread-safe).
-        Each distinct text is embedded once; the last embedding_cache_size texts are kept."""
-        texts = list(texts)
+        Each distinct text is embedded once; the last embedding_cache_size texts are kept.
+
+        Raises:
+            InvalidInputError: ``texts`` is not a list of strings (one string alone is refused,
+                not embedded letter by letter), or a text UTF-8 cannot encode.
+        """
+        texts = validation.text_list("texts", texts)
         with self._embed_lock:
             cache = self._embedding_cache
             fresh: dict[str, np.ndarray] = {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -171,6 +172,24 @@ def plain_text(name: str, value: str) -> str:
     return value if type(value) is str else encoded.decode("utf-8")
 
 
+def text_list(name: str, value: Any) -> list[str]:
+    """``value`` as a list of strings: a list, tuple or other iterable of ``str`` (one string
+    alone is refused: iterating it would give its letters)."""
+    if isinstance(value, str | bytes | dict):
+        raise InvalidInputError(f"{name} must be a list of strings, got {type(value).__name__}")
+    try:
+        items = list(value)
+    except TypeError:
+        raise InvalidInputError(
+            f"{name} must be a list of strings, got {type(value).__name__}"
+        ) from None
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            raise InvalidInputError(f"{name}[{i}] must be a string, got {type(item).__name__}")
+        plain_text(f"{name}[{i}]", item)
+    return items
+
+
 def optional_text(name: str, value: Any) -> str | None:
     """A string any length (empty too) that UTF-8 can encode and without NUL, or None."""
     if value is None:
@@ -192,6 +211,29 @@ def timestamp(name: str, value: Any) -> float:
             f"(years 2 to 9998), got {number:g}; give Unix seconds or a clock starting at 0"
         )
     return number
+
+
+CLOCK_NAME = "get_current_time() (the memory's clock)"
+
+
+def checked_clock(clock: Any) -> Callable[[], float]:
+    """``clock`` with every reading checked as a timestamp() is: a clock that gives NaN, a
+    string or nanoseconds (a ROS time's ``nanoseconds``) would otherwise stamp rows that no
+    tool can read back, where the same value given as ``timestamp=`` is refused.
+
+    Raises:
+        InvalidInputError: ``clock`` is not callable (at once), or a reading is not a time
+            (at that reading: the call that read the clock writes nothing).
+    """
+    if not callable(clock):
+        raise InvalidInputError(
+            f"get_current_time must be a function returning seconds, got {type(clock).__name__}"
+        )
+
+    def read() -> float:
+        return timestamp(CLOCK_NAME, clock())
+
+    return read
 
 
 def _check_metadata_tree(value: Any) -> None:

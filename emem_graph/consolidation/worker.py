@@ -119,7 +119,11 @@ class BackgroundWorker:
         with self._lock:
             if self._stopping:
                 return
-            now = self._clock()
+            try:
+                now = self._clock()
+            except Exception as exc:  # a clock that gives no time now: try again next round
+                log.warning("scheduled work skipped: %s", exc)
+                return
             due = [task for task in self._scheduled if now - task.last_run >= task.interval]
             for task in due:
                 task.last_run = now

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from emem_graph import validation
 from emem_graph.config import MemoryConfig
 from emem_graph.errors import InvalidInputError
 from emem_graph.fleet.entities import FleetEntity, Sighting, merge_entities
@@ -71,7 +72,9 @@ class FleetMemory:
     ) -> None:
         self.location = location if isinstance(location, FleetLocation) else FleetLocation(location)
         self._embedder = embedding_provider
-        self._clock = get_current_time or time.time
+        self._clock = (
+            time.time if get_current_time is None else validation.checked_clock(get_current_time)
+        )
         self._config = config or MemoryConfig()
         self._table = SharedTable(self.location)
         self._lock = threading.Lock()

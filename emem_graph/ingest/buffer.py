@@ -203,6 +203,14 @@ class IngestBuffer(Generic[Item]):
     def _count(batch: list[Item], written: int | None) -> int:
         return len(batch) if written is None else written
 
+    def drain(self) -> list[Item]:
+        """Take every waiting item out of the buffer (none is written), in arrival order: for a
+        caller that keeps them elsewhere once a flush has failed as a whole."""
+        with self._flush_lock, self._lock:
+            items, self._items, self._oldest = self._items, [], None
+            self._waiting.clear()
+            return items
+
     def stop(self) -> None:
         """Stop the flush thread and write what is left (raises if that write fails)."""
         with self._lock:

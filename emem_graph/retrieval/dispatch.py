@@ -126,7 +126,11 @@ def dispatch_tool_call(owner: object, tool_name: Any, arguments: Any = None) -> 
         # A RetrievalTools also serves the capabilities' attached tools through .tool().
         lookup = getattr(owner, "tool", None)
         method = lookup(tool_name) if callable(lookup) else getattr(owner, tool_name)
-        result: str = method(**arguments)
+        # None means "not given" (validate_arguments): left out, so a name that is no
+        # parameter ({"self": null}) cannot reach the call either.
+        result: str = method(
+            **{key: value for key, value in arguments.items() if value is not None}
+        )
         return result
     except (EmemGraphError, ValueError) as exc:
         return _error(str(exc))

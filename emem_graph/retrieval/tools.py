@@ -370,6 +370,8 @@ class RetrievalTools:
         confirmed first; a thing that moved says where it is now since when and where it was
         before, and one a later look missed at its position is marked stale."""
         now = self._clock()
+        if isinstance(name, str):
+            name = name.strip() or None  # names are stored stripped: "chair " finds "chair"
         entities = lookups.find_entities(
             self._store,
             name=name,
