@@ -1,9 +1,9 @@
 """Read-only Cypher on a memory directory: run a statement or a named query, format the rows.
 
 The graph is opened read-only, so Kuzu itself refuses any write to the memory; before a
-statement reaches Kuzu, explore/guard.py's allow-list (on Kuzu's own tokens, explore/lexer.py)
-accepts only one statement that reads, so nothing writes files, reads files, loads code or
-changes the session either.
+statement reaches Kuzu, explore/guard.py's allow-list (on Kuzu's own tokens,
+storage/cypher_lexer.py) accepts only one statement that reads, so nothing writes files,
+reads files, loads code or changes the session either.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ calls a table function of READ_TABLE_FUNCTIONS, and no word of WRITE_WORDS stand
 name after ``$``). Kuzu's grammar leaves a query no other way to write, read files, load code
 or change a setting: each of those begins with one of those words or is a CALL.
 
-The tokens come from explore/lexer.py, which follows Kuzu's lexical rules exactly and refuses
+The tokens come from storage/cypher_lexer.py, which follows Kuzu's lexical rules exactly and refuses
 what it cannot read, so the guard and Kuzu see the same words.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import NoReturn
 
 from emem_graph.errors import InvalidInputError, ReadOnlyQueryError
-from emem_graph.explore.lexer import Token, code_tokens, tokenize
+from emem_graph.storage.cypher_lexer import Token, code_tokens, tokenize
 
 __all__ = [
     "MAX_CASE_DEPTH",

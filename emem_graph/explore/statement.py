@@ -2,7 +2,7 @@
 blanked), its statements and ``$parameters``, and check_statement(), which every read-only
 surface (the sandbox, the shell, the ROS Query service) calls before anything binds it.
 
-Read on Kuzu's own tokens (explore/lexer.py); the allow-list itself is explore/guard.py.
+Read on Kuzu's own tokens (storage/cypher_lexer.py); the allow-list itself is explore/guard.py.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from emem_graph.errors import InvalidInputError, QueryResourceError
 from emem_graph.explore.guard import check_read_only
-from emem_graph.explore.lexer import Token, code_tokens, tokenize
+from emem_graph.storage.cypher_lexer import Token, code_tokens, tokenize
 
 __all__ = [
     "DEFAULT_LIMIT",

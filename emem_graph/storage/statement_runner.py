@@ -23,6 +23,7 @@ from emem_graph.errors import (
     QueryTimeoutError,
     ReadOnlyQueryError,
 )
+from emem_graph.storage.cypher_lexer import code_tokens, tokenize
 
 if TYPE_CHECKING:
     import kuzu
@@ -193,30 +194,22 @@ def plan_refusal(
 
 
 def _statement_count(cypher: str) -> int:
-    """How many statements ``cypher`` holds: its ``;`` outside strings, escaped names and
-    comments, not counting empty ones (a trailing ``;``)."""
-    count, start, i, n = 0, 0, 0, len(cypher)
-    while i < n:
-        char = cypher[i]
-        if char in "'\"`":
-            i += 1
-            while i < n and cypher[i] != char:
-                i += 2 if cypher[i] == "\\" and char != "`" else 1
-        elif cypher.startswith("//", i):
-            i = cypher.find("\n", i) % (n + 1) if "\n" in cypher[i:] else n
-        elif cypher.startswith("/*", i):
-            end = cypher.find("*/", i + 2)
-            i = n if end < 0 else end + 1
-        elif char == ";":
-            count += bool(_has_code(cypher[start:i]))
-            start = i + 1
-        i += 1
-    return count + bool(_has_code(cypher[start:]))
+    """How many statements ``cypher`` holds: its ``;`` tokens on Kuzu's own lexical rules
+    (storage/cypher_lexer.py: strings, escaped names and comments as Kuzu ends them, ``/* **/``
+    included), not counting empty ones (a trailing ``;``).
 
-
-def _has_code(text: str) -> bool:
-    stripped = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.DOTALL)
-    return bool(stripped.strip())
+    Raises:
+        CypherLexError: text Kuzu's lexer does not take (an unended comment or string): it is
+            refused, never counted on a guess.
+    """
+    count, code = 0, False
+    for token in code_tokens(tokenize(cypher)):
+        if token.kind == "punct" and token.text == ";":
+            count += code
+            code = False
+        else:
+            code = True
+    return count + code
 
 
 def run_read_only(

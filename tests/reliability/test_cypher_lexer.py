@@ -1,6 +1,6 @@
 """The read-only Cypher guard against Kuzu itself (issue 19, class 1).
 
-explore/lexer.py claims to read Cypher exactly as Kuzu 0.11.3's lexer does, and
+storage/cypher_lexer.py claims to read Cypher exactly as Kuzu 0.11.3's lexer does, and
 explore/guard.py's check_read_only() claims that nothing it accepts writes, reads a file or
 changes a setting. Both are checked here against the real Kuzu parser and engine on generated
 text full of the tricks that fooled the old regexes: nested and unusual comments, both
@@ -41,7 +41,7 @@ from emem_graph.explore.guard import (
     check_read_only,
     statements_of,
 )
-from emem_graph.explore.lexer import (
+from emem_graph.storage.cypher_lexer import (
     MAX_CYPHER_CHARS,
     CypherLexError,
     Token,

@@ -1,6 +1,7 @@
 """A tokenizer for Cypher that follows Kuzu 0.11.3's lexical grammar (``src/antlr4/Cypher.g4``).
 
-The read-only guard (explore/guard.py) decides on these tokens, so each rule here is Kuzu's,
+The read-only guard (explore/guard.py) and the live graph's statement count
+(storage/statement_runner.py) decide on these tokens, so each rule here is Kuzu's,
 checked against Kuzu itself (tests/reliability/test_cypher_lexer.py), including the odd ones:
 
 - ``/* ... */`` does not nest, and its body is read in units of one character other than
