@@ -71,7 +71,7 @@ def parse_endpoint(text: str) -> Endpoint:
     host, sep, port = text.rpartition(":")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
-    if not sep or not host or not port.isdigit() or int(port) > 65535:
+    if not sep or not host or not (port.isascii() and port.isdigit()) or int(port) > 65535:
         raise InvalidInputError(f"--http wants HOST:PORT (e.g. 127.0.0.1:8765), got {text!r}")
     return Endpoint(host, int(port))
 

@@ -487,7 +487,10 @@ def test_loopback_addresses_need_no_flag(address: str) -> None:
     check_bind(endpoint.host, allow_remote=False)  # no error
 
 
-@pytest.mark.parametrize("text", ["127.0.0.1", "127.0.0.1:99999", ":8765", "127.0.0.1:http"])
+@pytest.mark.parametrize(
+    "text",
+    ["127.0.0.1", "127.0.0.1:99999", ":8765", "127.0.0.1:http", "127.0.0.1:\u00b2", "[::1]:\u0668"],
+)
 def test_http_wants_host_colon_port(text: str) -> None:
     with pytest.raises(InvalidInputError, match="HOST:PORT"):
         parse_endpoint(text)

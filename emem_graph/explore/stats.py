@@ -19,6 +19,7 @@ from emem_graph.filters import VectorFilter
 from emem_graph.ingest.rejected import count_rejected
 from emem_graph.models import AGENT_NOTE, INTEROCEPTION, NodeKind, Tier
 from emem_graph.storage.health import read_health
+from emem_graph.storage.vectors import TABLE
 
 _NODE_COUNT_KEYS = {
     "observations": "Observation",
@@ -72,6 +73,9 @@ class MemoryStats(BaseModel):
     pending_vectors: int
     """Nodes whose vector work is journalled but not yet in LanceDB (redone on the next
     read-write open)."""
+    vector_table_missing: bool = False
+    """The vector table is not there (removed, or something else in its place): its rows read
+    0 here, and the next read-write open rebuilds it from the graph."""
     rejected_observations: int = 0
     """Observations accepted at the door that the store could not write, set aside in
     rejected.jsonl (never retried in front of the others)."""
@@ -143,6 +147,7 @@ def memory_stats(directory: str | Path) -> MemoryStats:
             disk=disk,
             vector_rows=vector_rows,
             pending_vectors=pending,
+            vector_table_missing=memory.vectors is None,
             health={k: v for k, v in read_health(memory.root).items() if k != "reports"},
             rejected_observations=count_rejected(memory.root),
         )
@@ -186,6 +191,11 @@ def format_stats(stats: MemoryStats) -> str:
         f"vector rows ({sum(stats.vector_rows.values())})",
         {**stats.vector_rows, "pending (not yet indexed)": stats.pending_vectors},
     )
+    if stats.vector_table_missing:
+        lines.append(
+            f"vector table missing: vectors/{TABLE}.lance is not there (removed, or not a table); "
+            "the next read-write open rebuilds it from the graph"
+        )
     if stats.rejected_observations:
         _section(
             lines,

@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from emem_graph.errors import DamagedMemoryError
+from emem_graph.errors import DamagedMemoryError, StorageError
 from emem_graph.storage.health import report_damage
 
 log = logging.getLogger(__name__)
@@ -375,9 +375,14 @@ def _copy_graph(path: Path, wal: Path, directory: Path) -> Path:
     """Copies of the graph file and its log in ``directory``; the copy of the graph."""
     directory.mkdir(parents=True, exist_ok=True)
     copy = directory / path.name
-    shutil.copyfile(path, copy)
-    if wal.exists():
-        shutil.copyfile(wal, copy.with_name(wal.name))
+    for source in (path, wal) if wal.exists() else (path,):
+        try:
+            shutil.copyfile(source, copy.with_name(source.name))
+        except OSError as exc:  # a directory in the file's place, a full disk
+            raise StorageError(
+                f"cannot copy {source} for the check before opening ({exc.strerror or exc}): "
+                f"it must be the engine's file, with room for a copy in {directory}"
+            ) from exc
     return copy
 
 

@@ -30,9 +30,9 @@ import pytest
 from killed_memory import run_killed_writer
 
 from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
-from emem_graph.errors import DamagedMemoryError, EmemGraphError
+from emem_graph.errors import DamagedMemoryError, EmemGraphError, StorageError
 from emem_graph.explore.cypher import open_graph
-from emem_graph.explore.stats import memory_stats
+from emem_graph.explore.stats import format_stats, memory_stats
 from emem_graph.storage import probe
 from emem_graph.storage.graph import DEFAULT_ENGINE, ENGINE_ENV
 from emem_graph.storage.health import read_health
@@ -285,6 +285,37 @@ def test_vector_directory_removed(seeds: dict[str, Path], tmp_path: Path) -> Non
         mem.close()
     assert (held, missing) == (N_CLOSED, [])
     assert read_health(memory)["vector_rebuilds"] == 1
+
+
+def test_read_only_stats_name_a_missing_vector_table(
+    seeds: dict[str, Path], tmp_path: Path
+) -> None:
+    """stats cannot rebuild a vector table that is gone (or a file in its place): it says so
+    rather than counting 0 rows as if the memory held none."""
+    for name, replace in [("removed", False), ("a file", True)]:
+        memory = tmp_path / name
+        shutil.copytree(seeds["closed"], memory)
+        shutil.rmtree(memory / LANCE)
+        if replace:
+            (memory / LANCE).write_text("not a table")
+        stats = memory_stats(memory)
+        assert stats.vector_table_missing, name
+        assert "vector table missing" in format_stats(stats)
+    assert not memory_stats(seeds["closed"]).vector_table_missing
+
+
+def test_a_directory_in_place_of_the_graph_log_is_refused_in_one_line(
+    seeds: dict[str, Path], tmp_path: Path
+) -> None:
+    """The open copies the graph and its log to check them: a directory where the log should
+    be is a StorageError naming it, not an IsADirectoryError."""
+    memory = tmp_path / "mem"
+    shutil.copytree(seeds["closed"], memory)
+    wal = memory / "graph.kuzu.wal"
+    wal.unlink(missing_ok=True)
+    wal.mkdir()
+    with pytest.raises(StorageError, match=r"cannot copy .*graph\.kuzu\.wal"):
+        _open(memory).close()
 
 
 def test_unreadable_pending_vector_file(seeds: dict[str, Path], tmp_path: Path) -> None:
