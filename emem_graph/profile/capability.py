@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from emem_graph import validation
 from emem_graph.errors import BackendUnavailableError, InvalidInputError
 from emem_graph.gate import gate_of, while_open
-from emem_graph.profile import grounding, parse
+from emem_graph.profile import grounding, inputs, parse
 from emem_graph.profile.llm import ProfileLLM, extract_instruction, profile_llm_for
 from emem_graph.profile.matching import (
     ALIAS_THRESHOLD,
@@ -93,14 +93,19 @@ class ProfileHost(Protocol):
     def embed(self, texts: list[str]) -> np.ndarray: ...
 
 
-def user_key(user: str) -> str:
+def user_key(user: str, max_chars: int | None = None) -> str:
     """A user's id: the name in lower case with single spaces.
 
     Raises:
-        InvalidInputError: empty name.
+        InvalidInputError: not a string, empty, with NUL characters or a lone surrogate, or
+            longer than ``max_chars`` characters (when given).
     """
     if not isinstance(user, str) or not user.strip():
         raise InvalidInputError("user must be a non-empty name")
+    if max_chars is not None and len(user) > max_chars:
+        raise InvalidInputError(
+            f"user has {len(user)} characters; the limit is {max_chars} (max_text_chars)"
+        )
     if "\x00" in user:
         raise InvalidInputError("user must not contain NUL characters")
     return _USER_RE.sub(" ", validation.plain_text("user", user).strip()).lower()
@@ -132,14 +137,29 @@ class UserProfile:
         self._store = store
         self._clock = clock
         self._dim = host.config.embedding_dim
+        self._max_chars = host.config.max_text_chars
         self.llm: ProfileLLM | None = (
             llm if llm is not None else profile_llm_for(host.config, host.llm_client)
         )
-        self.current_user: str | None = None
-        """Whose aliases ``locate`` and ``recall`` resolve ('my favorite cup'); None: anyone's."""
+        self._current_user: str | None = None
         self._lock = threading.RLock()
         self._snapshot: ProfileSnapshot | None = None
         self._entity_signature: tuple[Any, ...] | None = None
+
+    @property
+    def current_user(self) -> str | None:
+        """Whose aliases ``locate`` and ``recall`` resolve ('my favorite cup'); None: anyone's.
+
+        Raises (when set):
+            InvalidInputError: not None and not a user name (see user_key).
+        """
+        return self._current_user
+
+    @current_user.setter
+    def current_user(self, user: str | None) -> None:
+        if user is not None:
+            self._uid(user)
+        self._current_user = user
 
     # --- Capability ----------------------------------------------------------------------------
 
@@ -171,20 +191,30 @@ class UserProfile:
         cup") is updated (same node, its objects replaced); objects the user already has under
         another phrasing are reused.
 
+        Args:
+            user: the user's name.
+            alias: the personal expression.
+            objects: a list (or tuple) of names, ObjectSpec or dicts of ObjectSpec fields; a
+                single object goes in a list too (``["yellow cup"]``).
+            description: the fact in a sentence; None: made from the alias and objects.
+
         Raises:
-            InvalidInputError: empty user, alias or objects.
+            InvalidInputError (nothing is written): user, alias or description not text,
+                empty (description may be) or over ``max_text_chars`` characters; objects not
+                a list (a str is refused, not read letter by letter), empty, or holding an item
+                that is not a non-empty name, an ObjectSpec or a valid dict.
         """
-        try:
-            instruction = Instruction(
-                subtype=OBJECT_SEMANTICS,
-                alias=alias,
-                description=description or "",
-                objects=[ObjectSpec.model_validate(o) for o in objects],
-            )
-        except ValidationError as exc:
-            raise InvalidInputError(f"add_object_semantics: {_first_error(exc)}") from None
+        what = "add_object_semantics"
+        self._uid(user)
+        instruction = self._instruction(
+            what,
+            subtype=OBJECT_SEMANTICS,
+            alias=alias,
+            description=description,
+            objects=inputs.object_specs(what, objects, self._max_chars),
+        )
         if not instruction.objects:
-            raise InvalidInputError("add_object_semantics: give at least one object")
+            raise InvalidInputError(f"{what}: give at least one object")
         return self._write(user, instruction, "api")
 
     @while_open
@@ -203,29 +233,30 @@ class UserProfile:
         updated: one knowledge node, its steps replaced by these; objects and places shared
         with other knowledge stay.
 
+        Args:
+            user: the user's name.
+            alias: the routine's name.
+            steps: a list (or tuple) of phrases, StepSpec or dicts; a single step goes in a
+                list too (``["move the candle to the table"]``).
+            description: the routine in a sentence; None: made from the alias and steps.
+
         Raises:
-            InvalidInputError: empty user or alias, no steps, or a phrase that is not a step.
+            InvalidInputError (nothing is written): user, alias or description not text,
+                empty (description may be) or over ``max_text_chars`` characters; steps not a
+                list (a str is refused, not read letter by letter), empty, or holding an item
+                that is not a StepSpec, a valid dict or a phrase that is a step.
         """
-        parsed: list[StepSpec] = []
-        try:
-            for step in steps:
-                if isinstance(step, str):
-                    found = parse.parse_step(step, parsed[-1] if parsed else None)
-                    if found is None:
-                        raise InvalidInputError(
-                            f"add_user_pattern: {step!r} is not a step (start it with a verb: "
-                            "'move the candle to the table')"
-                        )
-                    parsed.append(found)
-                else:
-                    parsed.append(StepSpec.model_validate(step))
-            instruction = Instruction(
-                subtype=USER_PATTERN, alias=alias, description=description or "", steps=parsed
-            )
-        except ValidationError as exc:
-            raise InvalidInputError(f"add_user_pattern: {_first_error(exc)}") from None
+        what = "add_user_pattern"
+        self._uid(user)
+        instruction = self._instruction(
+            what,
+            subtype=USER_PATTERN,
+            alias=alias,
+            description=description,
+            steps=inputs.step_specs(what, steps, self._max_chars),
+        )
         if not instruction.steps:
-            raise InvalidInputError("add_user_pattern: give at least one step")
+            raise InvalidInputError(f"{what}: give at least one step")
         return self._write(user, instruction, "api")
 
     def update_from_instruction(self, instruction: str, user: str) -> ProfileUpdate:
@@ -237,7 +268,9 @@ class UserProfile:
         says which understood it.
 
         Raises:
-            InvalidInputError: neither the LLM nor the rules found a fact or routine in it.
+            InvalidInputError (nothing is written): ``instruction`` or ``user`` not text,
+                empty, or over ``max_text_chars`` characters; neither the LLM nor the rules
+                found a fact or routine in it.
         """
         # The LLM is asked outside the memory's gate (close() does not wait on it); only the
         # checks and the write are inside: a closed memory refuses before the LLM is asked.
@@ -245,10 +278,15 @@ class UserProfile:
         with gate:
             if not isinstance(instruction, str) or not instruction.strip():
                 raise InvalidInputError("the instruction is empty")
+            if len(instruction) > self._max_chars:
+                raise InvalidInputError(
+                    f"the instruction has {len(instruction)} characters; the limit is "
+                    f"{self._max_chars} (max_text_chars)"
+                )
             if "\x00" in instruction:
                 raise InvalidInputError("the instruction must not contain NUL characters")
             instruction = validation.plain_text("instruction", instruction)
-            user_key(user)
+            self._uid(user)
         extracted: Instruction | None = None
         source = "rules"
         if self.llm is not None:
@@ -267,8 +305,14 @@ class UserProfile:
     @while_open
     def remove(self, user: str, alias: str) -> bool:
         """Forget the knowledge of ``user`` best matching ``alias`` (and the objects and places
-        only it used). Returns whether something was removed."""
-        uid = user_key(user)
+        only it used). Returns whether something was removed.
+
+        Raises:
+            InvalidInputError (nothing is removed): user or alias not text, empty, or over
+                ``max_text_chars`` characters.
+        """
+        uid = self._uid(user)
+        alias = validation.text("alias", alias, self._max_chars)
         with self._lock:
             snapshot = self._read()
             found = None
@@ -282,9 +326,14 @@ class UserProfile:
 
     @while_open
     def knowledge(self, user: str | None = None) -> list[KnowledgeNode]:
-        """Every knowledge node (of ``user``), oldest first, patterns in BEFORE order."""
+        """Every knowledge node (of ``user``), oldest first, patterns in BEFORE order.
+
+        Raises:
+            InvalidInputError: ``user`` not None and not a user name (see user_key).
+        """
+        uid = None if user is None else self._uid(user)
         with self._lock:
-            return self._read().knowledge_of(None if user is None else user_key(user))
+            return self._read().knowledge_of(uid)
 
     @while_open
     def snapshot(self) -> ProfileSnapshot:
@@ -296,10 +345,15 @@ class UserProfile:
 
     @while_open
     def search(self, query: str, user: str | None = None, k: int = DEFAULT_K) -> list[ProfileHit]:
-        """The ``k`` knowledge nodes best matching a request, best first (see user_profile)."""
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("query must not be empty")
-        uid = None if user is None else user_key(user)
+        """The ``k`` knowledge nodes best matching a request, best first (see user_profile).
+
+        Raises:
+            InvalidInputError: query not text, empty or over ``max_text_chars`` characters;
+                user not None and not a user name; k not a whole number of at least 1.
+        """
+        query = validation.text("query", query, self._max_chars)
+        uid = None if user is None else self._uid(user)
+        k = inputs.count("k", k)
         self._refresh_grounding()
         with self._lock:
             snapshot = self._read()
@@ -345,7 +399,7 @@ class UserProfile:
             return "No profile knowledge found."
         with self._lock:
             users = self._read().users
-        if user_key(user) in users:
+        if self._uid(user) in users:
             return f"No profile knowledge found for {user}."
         known = ", ".join(sorted(users.values())) or "none yet"
         return f"No profile knowledge found for {user}: no user of that name (users: {known})."
@@ -361,7 +415,7 @@ class UserProfile:
         self._refresh_grounding()
         with self._lock:
             snapshot = self._read()
-            uid = None if self.current_user is None else user_key(self.current_user)
+            uid = None if self._current_user is None else self._uid(self._current_user)
             candidates = [k for k in snapshot.knowledge_of(uid, OBJECT_SEMANTICS) if k.object_ids]
             if not candidates:
                 return None
@@ -389,8 +443,14 @@ class UserProfile:
     def ground(self, *, all_objects: bool = False, only: set[str] | None = None) -> int:
         """Match profile objects to world entities now (the ungrounded ones, or ``all_objects``
         again; only the ids in ``only`` when given). Returns how many objects are grounded
-        afterwards among those looked at."""
-        return self._ground(all_objects=all_objects, only=only)
+        afterwards among those looked at.
+
+        Raises:
+            InvalidInputError: all_objects not a bool; only not None or a set of ids (str).
+        """
+        return self._ground(
+            all_objects=inputs.flag("all_objects", all_objects), only=inputs.ids("only", only)
+        )
 
     def _ground(self, *, all_objects: bool = False, only: set[str] | None = None) -> int:
         # Ungated: the flush thread grounds through _refresh_grounding, also during close()'s
@@ -437,6 +497,22 @@ class UserProfile:
 
     # --- internals -----------------------------------------------------------------------------
 
+    def _uid(self, user: str) -> str:
+        return user_key(user, self._max_chars)
+
+    def _instruction(
+        self, what: str, *, alias: Any, description: Any, **fields: Any
+    ) -> Instruction:
+        """The Instruction an add_* call describes, every text of it within max_text_chars."""
+        alias = validation.text(f"{what}: alias", alias, self._max_chars)
+        description = validation.optional_text(f"{what}: description", description)
+        try:
+            instruction = Instruction(alias=alias, description=description or "", **fields)
+        except ValidationError as exc:
+            raise InvalidInputError(f"{what}: {inputs.first_error(exc)}") from None
+        inputs.check_lengths(what, instruction, self._max_chars)
+        return instruction
+
     def _read(self) -> ProfileSnapshot:
         if self._snapshot is None:
             self._snapshot = read_snapshot(self._store, self._dim)
@@ -466,7 +542,7 @@ class UserProfile:
         return None
 
     def _write(self, user: str, instruction: Instruction, source: str) -> ProfileUpdate:
-        uid = user_key(user)
+        uid = self._uid(user)
         now = float(self._clock())
         description = instruction.description or _describe(instruction)
         if instruction.subtype == OBJECT_SEMANTICS:
@@ -661,9 +737,3 @@ def _json(value: Any) -> str:
     import json
 
     return json.dumps(value, ensure_ascii=False)
-
-
-def _first_error(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    where = ".".join(str(part) for part in error["loc"]) or "value"
-    return f"{where}: {error['msg']}"
