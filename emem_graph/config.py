@@ -212,6 +212,8 @@ class MemoryConfig(BaseModel):
             raise ValueError("entity_text_similarity_threshold must be <= 1")
         if not self.db_path:
             raise ValueError("db_path must not be empty")
+        if "\x00" in self.db_path:
+            raise ValueError("db_path must not contain NUL characters")
         return self
 
     @classmethod

@@ -1,6 +1,7 @@
 """Calls an outside review made that the doors let through: a clock that gives no time, a
-tool call naming ``self``, a count or a text list of the wrong type, a name with spaces, and a
-close whose last write fails as a whole. Real Kuzu and LanceDB files, the hashing embedder."""
+tool call naming ``self``, a count or a text list of the wrong type, a name with spaces, a
+close whose last write fails as a whole, embedding functions that give no vectors and a path
+with a NUL. Real Kuzu and LanceDB files, the hashing embedder."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import numpy as np
 import pytest
 
 from emem_graph import HashingEmbedder, InvalidInputError, SpatioTemporalMemory, StorageError
+from emem_graph.compat.emem_api import CallableEmbeddingProvider
+from emem_graph.errors import BackendUnavailableError, ConfigError, EmbeddingDimensionError
 from emem_graph.ingest.unwritten import UNWRITTEN_FILE
 
 T0 = 1_700_000_000.0
@@ -174,3 +177,30 @@ def test_rows_a_failed_close_could_not_write_are_kept_and_written_at_the_next_op
     with open_memory(tmp_path / "m", Clock(), embedder) as again:  # written once, not twice
         assert len(again.store.get_observations([written, *waiting])) == 3
         assert again.rejected_observations == 0
+
+
+@pytest.mark.parametrize(
+    ("embed_fn", "dim", "error"),
+    [
+        (lambda texts: [[1.0] * 4 for _ in texts], 0, InvalidInputError),
+        (lambda texts: [[1.0] * 4 for _ in texts], -3, InvalidInputError),
+        (lambda texts: ["not a vector"], None, BackendUnavailableError),
+        (lambda texts: None, None, BackendUnavailableError),
+        (5, None, InvalidInputError),
+    ],
+    ids=["dim-0", "dim-negative", "strings", "none", "not-callable"],
+)
+def test_an_embedding_function_that_gives_no_vectors_is_refused_in_one_line(embed_fn, dim, error):
+    with pytest.raises(error):
+        CallableEmbeddingProvider(embed_fn, dim)
+
+
+def test_an_embedding_function_answering_text_fails_its_batch_as_an_embedding_error():
+    provider = CallableEmbeddingProvider(lambda texts: [["a"] * 4 for _ in texts], 4)
+    with pytest.raises(EmbeddingDimensionError, match="not rows of numbers"):
+        provider.embed(["a red cup"])
+
+
+def test_a_db_path_holding_a_nul_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="NUL"):
+        SpatioTemporalMemory(f"{tmp_path}/a\x00b", embedding_provider=HashingEmbedder(384))

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from emem_graph.config import MemoryConfig
-from emem_graph.errors import BackendUnavailableError
+from emem_graph.errors import BackendUnavailableError, InvalidInputError
 from emem_graph.ingest.embeddings import (
     BatchEmbedder,
     EmbeddingProvider,
@@ -104,16 +104,26 @@ class CallableEmbeddingProvider(BatchEmbedder):
     """
 
     def __init__(self, embed_fn: Callable[[list[str]], Any], dim: int | None = None) -> None:
+        if not callable(embed_fn):
+            raise InvalidInputError(
+                f"embed_fn must be a function of a list of texts, got {type(embed_fn).__name__}"
+            )
         self._fn = embed_fn
         if dim is None:
-            probe = np.asarray(embed_fn(["hello"]), dtype=np.float32)
+            answer = embed_fn(["hello"])
+            try:
+                probe = np.asarray(answer, dtype=np.float32)
+            except (TypeError, ValueError, OverflowError):
+                probe = np.zeros((0,), dtype=np.float32)
             if probe.ndim != 2 or probe.shape[0] != 1 or probe.shape[1] == 0:
                 raise BackendUnavailableError(
-                    f"the embedding function returned shape {probe.shape} for one text; "
-                    "expected one non-empty vector"
+                    f"the embedding function returned {type(answer).__name__} of shape "
+                    f"{probe.shape} for one text; expected one non-empty vector of numbers"
                 )
             dim = int(probe.shape[1])
-        self._dim = dim
+        if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 1:
+            raise InvalidInputError(f"dim must be a whole number >= 1, got {dim!r}")
+        self._dim = int(dim)
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         return np.asarray(self._fn(texts))

@@ -44,8 +44,18 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
 
 
 def check_embeddings(vectors: np.ndarray, count: int, dim: int) -> np.ndarray:
-    """Validate a provider's output shape and values; returns float32 normalised rows."""
-    array = np.asarray(vectors, dtype=np.float32)
+    """Validate a provider's output shape and values; returns float32 normalised rows.
+
+    Raises:
+        EmbeddingDimensionError: not ``count`` rows of ``dim`` numbers (or not numbers at all).
+        InvalidInputError: NaN or infinite values.
+    """
+    try:
+        array = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise EmbeddingDimensionError(
+            f"embedder returned {type(vectors).__name__}, not rows of numbers ({exc})"
+        ) from None
     if array.ndim != 2 or array.shape[0] != count:
         raise EmbeddingDimensionError(
             f"embedder returned shape {array.shape} for {count} texts; expected ({count}, {dim})"
