@@ -98,11 +98,12 @@ class MemoryConfig(BaseModel):
     """eMEM's name of llm_extract_batch_size (texts per LLM entity-extraction request): setting
     it sets that field, unless llm_extract_batch_size is given too (then the two must agree)."""
     # --- eMEM fields without effect here (EMEM_IGNORED_FIELDS; setting one warns once) ------
-    hnsw_path: str = "memory_hnsw.bin"
-    hnsw_ef_construction: int = Field(200, gt=0)
-    hnsw_m: int = Field(16, gt=0)
-    hnsw_ef_search: int = Field(50, gt=0)
-    hnsw_max_elements: int = Field(100_000, gt=0)
+    # Any value is taken (API.md: never refused); only the warning says they do nothing.
+    hnsw_path: Any = "memory_hnsw.bin"
+    hnsw_ef_construction: Any = 200
+    hnsw_m: Any = 16
+    hnsw_ef_search: Any = 50
+    hnsw_max_elements: Any = 100_000
     # --- EmbodiedAgents fields ----------------------------------------------------------------
     embedding_checkpoint: str = "all-MiniLM-L6-v2"
     auto_store: bool = True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +154,12 @@ def test_memory_accepts_a_config_dict(tmp_path: Path) -> None:
         assert isinstance(memory.config, MemoryConfig)
         assert memory.config.flush_batch_size == 2
         assert memory.config.db_path == str(tmp_path / "mem")
+
+
+def test_emem_fields_without_effect_take_any_value_and_only_warn() -> None:
+    """API.md: eMEM's fields with no effect here are warned about, never refused (an eMEM
+    config holding hnsw_m=0 or hnsw_path=None loads unchanged)."""
+    with warnings.catch_warnings():  # warned once per process: maybe by an earlier test
+        warnings.simplefilter("ignore")
+        config = MemoryConfig(hnsw_m=0, hnsw_max_elements=-1, hnsw_path=None, hnsw_ef_search="x")
+    assert (config.hnsw_m, config.hnsw_max_elements, config.hnsw_path) == (0, -1, None)
