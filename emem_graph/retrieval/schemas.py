@@ -60,8 +60,8 @@ _SCOPE = {
     "enum": ["local", "global"],
     "default": "local",
     "description": "'global' answers an implicit or global question ('where can I get a "
-    "coffee?', 'what is this place like?') by walking the area hierarchy, as global_search "
-    "does (at most 3 chains, no filters); 'local' (default) searches memories directly.",
+    "coffee?', 'what is this place like?') by walking the area hierarchy (at most 3 chains, "
+    "no filters); 'local' (default) searches memories directly.",
 }
 
 GLOBAL_CHAINS = 3
