@@ -19,11 +19,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from emem_graph.errors import EmemGraphError, InvalidInputError, StorageError
+from emem_graph.outputs import enclosing_memory
 from emem_graph.storage import open_registry
 from emem_graph.storage.graph import ENGINE_ENV, ENGINES, file_engine
 from emem_graph.storage.store import GRAPH_FILE, VECTOR_DIR
@@ -96,8 +98,9 @@ def migrate(source: Path, destination: Path, engine: str | None = None) -> Migra
         engine: kuzu or ladybug; None: the engine the source is not on.
 
     Raises:
-        InvalidInputError: no memory in ``source``, ``destination`` exists, or an unknown
-            engine.
+        InvalidInputError: no memory in ``source``, ``destination`` exists or lies inside the
+            source or inside any memory, or an unknown engine; refused before anything is
+            written.
         DatabaseLockedError: another process has the source open read-write.
         MigrationError: a step failed or the copy differs (nothing is left at ``destination``).
     """
@@ -111,6 +114,7 @@ def migrate(source: Path, destination: Path, engine: str | None = None) -> Migra
         raise InvalidInputError(f"--engine {engine!r}: use one of {', '.join(ENGINES)}")
     if destination.exists() or destination.is_symlink():
         raise InvalidInputError(f"{destination} exists; migrate writes a new directory only")
+    _refuse_overlap(source, destination)
     destination.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(dir=destination.parent, prefix=f".{destination.name}.migrate-"))
     try:
@@ -118,7 +122,7 @@ def migrate(source: Path, destination: Path, engine: str | None = None) -> Migra
         # No writer may start while the files are copied (the claim is shared: readers may).
         claim = open_registry.claim(graph_path, read_only=True)
         try:
-            shutil.copytree(source, scratch, ignore=_ignore_lock, symlinks=True)
+            _copy_tree(source, scratch, ignore=_ignore_lock)
         finally:
             claim.release()
         before = _run_child(source_engine, "export", scratch, exported)
@@ -131,7 +135,7 @@ def migrate(source: Path, destination: Path, engine: str | None = None) -> Migra
         # Tool answers from copies of both: opening a memory may write to it (catch-up).
         now = str(before["now"])
         checked = work / "check"
-        shutil.copytree(copy, checked, symlinks=True)
+        _copy_tree(copy, checked)
         theirs = _run_child(source_engine, "answers", scratch, now, before["dim"])
         ours = _run_child(engine, "answers", checked, now, before["dim"])
         for (name, args), a, b in zip(
@@ -150,6 +154,44 @@ def migrate(source: Path, destination: Path, engine: str | None = None) -> Migra
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _refuse_overlap(source: Path, destination: Path) -> None:
+    """Refuse a destination inside the source or inside any memory: the copy (and its scratch
+    directory beside the destination) would copy itself, or write into a memory. (The
+    destination does not exist, so it cannot hold the source.)"""
+    real_source, real_destination = source.resolve(), destination.resolve()
+    if real_destination == real_source or real_source in real_destination.parents:
+        raise InvalidInputError(
+            f"{destination} is inside the source memory {source}; migrate writes the copy "
+            "beside it, never into it: give a path outside the source"
+        )
+    memory = enclosing_memory(real_destination.parent)
+    if memory is not None:
+        raise InvalidInputError(
+            f"{destination} is inside the memory {memory}; migrate never writes into a memory: "
+            "give a path outside it"
+        )
+
+
+def _copy_tree(
+    source: Path, target: Path, ignore: Callable[[str, list[str]], list[str]] | None = None
+) -> None:
+    """shutil.copytree (links copied as links), its failure told in one line."""
+    try:
+        shutil.copytree(source, target, ignore=ignore, symlinks=True)
+    except shutil.Error as exc:
+        failures = exc.args[0] if exc.args and isinstance(exc.args[0], list) else []
+        first = failures[0] if failures else None
+        detail = f"{str(first[0])[:200]}: {str(first[-1])[:200]}" if first else str(exc)[:300]
+        raise MigrationError(
+            f"copying {source} failed for {len(failures) or 'some'} file(s), the first "
+            f"{detail}; nothing was written to the destination"
+        ) from exc
+    except OSError as exc:
+        raise MigrationError(
+            f"copying {source} failed: {str(exc)[:300]}; nothing was written to the destination"
+        ) from exc
+
+
 def _ignore_lock(directory: str, names: list[str]) -> list[str]:
     return [name for name in names if name == f"{GRAPH_FILE}.lock"]
 
@@ -160,9 +202,12 @@ def _copy_others(scratch: Path, copy: Path) -> list[str]:
         if entry.name in _GRAPH_ONLY or entry.name.startswith((".probe-", ".rebuild-")):
             continue
         if entry.is_dir() and not entry.is_symlink():
-            shutil.copytree(entry, copy / entry.name, symlinks=True)
+            _copy_tree(entry, copy / entry.name)
         else:
-            shutil.copy2(entry, copy / entry.name, follow_symlinks=False)
+            try:
+                shutil.copy2(entry, copy / entry.name, follow_symlinks=False)
+            except OSError as exc:
+                raise MigrationError(f"copying {entry} failed: {str(exc)[:300]}") from exc
         copied.append(entry.name)
     return copied
 

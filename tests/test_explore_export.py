@@ -17,7 +17,7 @@ from stepped_memory import START, SteppedMemory
 
 from emem_graph import HashingEmbedder
 from emem_graph.cli import main
-from emem_graph.outputs import DIRECTORY_MARKER
+from emem_graph.outputs import DIRECTORY_MARKER, FILE_MANIFEST
 
 KITCHEN = (1.0, 2.0)
 HALL = (20.0, 20.0)
@@ -200,7 +200,7 @@ def test_parquet_export_writes_one_file_per_table_with_the_stats_counts(
     stats = stats_of(capsys, memory.directory)
     out = tmp_path / "parquet"
     run(capsys, "export", str(memory.directory), "--format", "parquet", str(out))
-    written = (p.name for p in out.iterdir() if p.name != DIRECTORY_MARKER)
+    written = (p.name for p in out.iterdir() if p.name not in (DIRECTORY_MARKER, FILE_MANIFEST))
     assert sorted(written) == sorted(f"{t}.parquet" for t in NODE_TABLES + REL_TABLES)
     for table in NODE_TABLES:
         read = pq.read_table(out / f"{table}.parquet")

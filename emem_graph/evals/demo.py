@@ -14,7 +14,7 @@ from emem_graph.config import MemoryConfig
 from emem_graph.evals.house import ROOMS, ROUTE, START_TIME, THINGS, VIEW_RADIUS
 from emem_graph.ingest.embeddings import EmbeddingProvider
 from emem_graph.memory import SpatioTemporalMemory
-from emem_graph.outputs import claim_directory
+from emem_graph.outputs import claim_directory, record_entries
 
 
 def _walk(route: list[str], step: float = 0.5) -> list[tuple[str, float, float]]:
@@ -124,14 +124,34 @@ def run_demo(
     With ``from_bag`` the patrol is recorded as a ROS bag (odometry, captions, detections,
     battery, temperature) and replayed through the ROS bridge's pipeline instead.
 
-    ``directory`` must be new, empty, or an earlier demo's (``fresh`` empties that one first):
-    the demo never deletes what it did not create, nor builds inside another memory.
+    ``directory`` must be new, empty, or an earlier demo's (``fresh`` removes what that demo
+    made there first): the demo never deletes what it did not create, nor builds inside
+    another memory. What it makes there is recorded in the directory's marker, even when it
+    fails (outputs.record_entries).
 
     Raises:
         InvalidInputError: ``directory`` is a file, a non-empty directory no demo created, a
-            memory, or inside one (outputs.claim_directory).
+            memory, or inside one; an earlier demo's directory that holds anything that demo
+            did not make (outputs.claim_directory).
+        DatabaseLockedError: the earlier demo's memory is open in a process.
     """
-    claim_directory(directory, "demo", replace=fresh, becomes_memory=True)
+    target = claim_directory(directory, "demo", replace=fresh, becomes_memory=True)
+    before = {entry.name for entry in target.iterdir()}
+    try:
+        return _remember_and_ask(directory, embedder, rounds, echo, progress, from_bag)
+    finally:
+        record_entries(target, "demo", {entry.name for entry in target.iterdir()} - before)
+
+
+def _remember_and_ask(
+    directory: Path,
+    embedder: EmbeddingProvider | None,
+    rounds: int,
+    echo: Callable[[str], None],
+    progress: bool,
+    from_bag: bool,
+) -> SpatioTemporalMemory:
+    """run_demo's work in the directory it claimed: the patrol remembered, the tools asked."""
     now = [START_TIME]
 
     def clock() -> float:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -30,9 +31,16 @@ from tqdm import tqdm
 from emem_graph.errors import InvalidInputError
 from emem_graph.explore.graph_files import write_graphml, write_node_link
 from emem_graph.explore.readonly import ReadOnlyMemory
-from emem_graph.explore.selection import Area, ExportFilter, GraphSelection, select_graph
+from emem_graph.explore.selection import (
+    NODE_TABLES,
+    REL_TABLES,
+    Area,
+    ExportFilter,
+    GraphSelection,
+    select_graph,
+)
 from emem_graph.filters import VectorFilter
-from emem_graph.outputs import claim_directory, claim_file, record_file
+from emem_graph.outputs import claim_directory, claim_file, write_replacing
 from emem_graph.retrieval.timeparse import parse_optional_time
 from emem_graph.storage.vectors import VectorStore
 
@@ -118,8 +126,10 @@ def export_memory(
         InvalidInputError: an unknown format, vectors asked for another format than parquet,
             a bad filter, a directory that holds no memory, an output that cannot be written;
             an output inside a memory directory (or the memory itself, also through a symlink
-            or ``..``), an existing file no export wrote (or one changed since), a non-empty
-            directory no export created (outputs.py).
+            or ``..``), a symbolic link, an existing file no export wrote (or one changed
+            since, or one with other hard links; in a directory's export too, checked for
+            every file before any is written), a non-empty directory no export created
+            (outputs.py).
         StorageError: the memory cannot be opened (e.g. another process writes it).
     """
     if format not in FORMATS:
@@ -132,7 +142,7 @@ def export_memory(
     if format in ("graphml", "json"):
         claim_file(target, "export")
     else:
-        claim_directory(target, "export", create=False)
+        _claim_table_files(target, format, (*NODE_TABLES, *REL_TABLES))
     with ReadOnlyMemory(directory) as memory:
         now = _memory_now(memory)
         where = ExportFilter(
@@ -180,21 +190,21 @@ def _write_graph_file(
     where: ExportFilter,
     progress: bool,
 ) -> Path:
-    claim_file(target, "export")  # again: selecting took a while
-    target.parent.mkdir(parents=True, exist_ok=True)
+    resolved = claim_file(target, "export")  # again: selecting took a while
+    resolved.parent.mkdir(parents=True, exist_ok=True)
     graph_data: dict[str, Any] = {
         "exported_by": "emem_graph",
         "schema_version": memory.info.get("schema_version", ""),
     }
-    if format == "graphml":
-        if where.describe():
-            graph_data["filter"] = json.dumps(where.describe())
-        write_graphml(selection, target, graph_data=graph_data, progress=progress)
-    else:
-        if where.describe():
-            graph_data["filter"] = where.describe()
-        write_node_link(selection, target, graph_data=graph_data, progress=progress)
-    record_file(target)
+    with write_replacing(resolved) as part:
+        if format == "graphml":
+            if where.describe():
+                graph_data["filter"] = json.dumps(where.describe())
+            write_graphml(selection, part, graph_data=graph_data, progress=progress)
+        else:
+            if where.describe():
+                graph_data["filter"] = where.describe()
+            write_node_link(selection, part, graph_data=graph_data, progress=progress)
     return target
 
 
@@ -205,21 +215,30 @@ def _write_table_files(
     vectors: dict[str, pa.Array],
     progress: bool,
 ) -> list[Path]:
-    claim_directory(target, "export")
     tables = {**selection.nodes, **selection.edges}
+    paths = _claim_table_files(target, format, tables)  # again: selecting took a while
+    claim_directory(target, "export")
     files: list[Path] = []
     for name, table in tqdm(
         tables.items(), desc=f"writing {format}", unit="file", disable=not progress
     ):
         if name in vectors:
             table = table.append_column("vector", vectors[name])
-        path = target / f"{name}.{format}"
-        if format == "parquet":
-            pq.write_table(table, path)
-        else:
-            pa_csv.write_csv(table, path)
-        files.append(path)
+        with write_replacing(paths[name]) as part:
+            if format == "parquet":
+                pq.write_table(table, part)
+            else:
+                pa_csv.write_csv(table, part)
+        files.append(target / f"{name}.{format}")
     return files
+
+
+def _claim_table_files(target: Path, format: str, tables: Iterable[str]) -> dict[str, Path]:
+    """Check the directory ``target`` and every table's file in it before any is written:
+    only an export's own unchanged earlier files may be replaced (outputs.py). Returns the
+    resolved path of each table's file."""
+    directory = claim_directory(target, "export", create=False)
+    return {name: claim_file(directory / f"{name}.{format}", "export") for name in tables}
 
 
 def _vector_columns(

@@ -46,6 +46,7 @@ from emem_graph.fleet.replica import (
     robot_state,
     write_marker,
 )
+from emem_graph.storage import open_registry, probe
 from emem_graph.storage.graph import GraphDB
 from emem_graph.storage.graph_rows import (
     delete_edges,
@@ -134,19 +135,57 @@ def update_replica(location: FleetLocation | str, directory: str | Path) -> Repl
 def _rebuild(
     where: FleetLocation, target: Path, robots: dict[str, int], reason: str
 ) -> ReplicaReport:
-    """Build the replica whole beside ``target``, then put it in its place."""
-    parent = target.resolve().parent
-    building = Path(tempfile.mkdtemp(prefix=f".{target.name}.rebuild-", dir=parent))
-    retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=parent))
+    """Build the replica whole beside ``target``, then put it in its place.
+
+    The old directory is deleted whole, so it must hold the replica's files only, and no
+    process may have the replica open meanwhile (it is held the way a writer holds it).
+
+    Raises:
+        InvalidInputError: ``target`` holds anything else (named): nothing is rebuilt.
+        DatabaseLockedError: a process has the replica open.
+    """
+    _refuse_foreign_entries(target)
+    claim = open_registry.claim(target / GRAPH_FILE, read_only=False)
     try:
-        report = build_replica(where, building / "replica", robots)
-        os.rename(target, retired / "replica")
-        os.rename(building / "replica", target)
+        parent = target.resolve().parent
+        building = Path(tempfile.mkdtemp(prefix=f".{target.name}.rebuild-", dir=parent))
+        retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=parent))
+        try:
+            report = build_replica(where, building / "replica", robots)
+            os.rename(target, retired / "replica")
+            os.rename(building / "replica", target)
+        finally:
+            shutil.rmtree(building, ignore_errors=True)
+            shutil.rmtree(retired, ignore_errors=True)
     finally:
-        shutil.rmtree(building, ignore_errors=True)
-        shutil.rmtree(retired, ignore_errors=True)
+        claim.release()
     report.directory, report.how, report.reason = str(target), "rebuilt", reason
     return report
+
+
+def _refuse_foreign_entries(target: Path) -> None:
+    """Refuse when ``target`` holds entries a replica does not: its graph (with the graph's
+    log, lock, seal and scratch directories) and its marker (and the marker's next version)."""
+    graph = target / GRAPH_FILE
+    own = {
+        GRAPH_FILE,
+        probe.wal_path(graph).name,
+        probe.seal_path(graph).name,
+        open_registry.lock_path(graph).name,
+        MARKER,
+        f".{MARKER}.part",
+    }
+    foreign = sorted(
+        entry.name
+        for entry in target.iterdir()
+        if entry.name not in own and not entry.name.startswith(probe.SCRATCH_PREFIXES)
+    )
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if foreign[5:] else "")
+        raise InvalidInputError(
+            f"{target} holds {shown}, which no replica holds; rebuilding the replica would "
+            "delete them: move them out, then run the update again"
+        )
 
 
 @dataclass
