@@ -134,3 +134,33 @@ def test_the_area_choice_is_the_number_the_model_answers(fake_ollama: FakeOllama
         fake_ollama.reply = answer
         with pytest.raises(BackendUnavailableError, match="chose no area"):
             client.choose_area("where can I get coffee?", areas)
+
+
+def test_one_malformed_entity_drops_itself_not_the_answer(fake_ollama: FakeOllamaServer) -> None:
+    """An item with observation 1e400 (json reads infinity), NaN, a NaN confidence or a name
+    of a million characters is left out; the other entities of the answer are kept."""
+    good = [
+        {"name": "red chair", "type": "furniture", "observation": 1},
+        {"name": "sofa", "type": "furniture", "observation": 2},
+    ]
+    bad = [
+        '{"name": "lamp", "observation": 1e400}',
+        '{"name": "rug", "observation": NaN}',
+        '{"name": "cup", "observation": 1, "confidence": NaN}',
+        json.dumps({"name": "x" * 1_000_000, "observation": 1}),
+        json.dumps({"name": "vase", "type": "t" * 1000, "observation": 2}),
+    ]
+    fake_ollama.json_reply = '{"entities": [' + ", ".join([*map(json.dumps, good), *bad]) + "]}"
+    found = llm(fake_ollama).extract_entities(["a red chair and a lamp", "the sofa"])
+    assert [(e.name, e.index) for e in found] == [("red chair", 0), ("sofa", 1)]
+
+
+def test_a_detection_label_too_long_to_be_a_name_is_left_out_of_extraction(tmp_path) -> None:
+    from emem_graph import HashingEmbedder, SpatioTemporalMemory
+
+    with SpatioTemporalMemory(str(tmp_path / "m"), embedding_provider=HashingEmbedder(384)) as m:
+        m.add("1 " + "x" * 300 + ", 1 chair", 1.0, 1.0, layer_name="detections")
+        m.add("a " + "y" * 400 + " chair by the door", 1.0, 1.0, layer_name="captions")
+        m.flush()
+        m.extract_entities()
+        assert "chair" in m.entity_query() and "x" * 300 not in m.entity_query()

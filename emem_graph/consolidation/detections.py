@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Sequence
 
-from emem_graph.llm.client import ExtractedEntity
+from emem_graph.llm.client import MAX_EXTRACTED_NAME_CHARS, ExtractedEntity
 from emem_graph.text.detections import (
     MAX_LABEL_WORDS,
     Detection,
@@ -63,7 +63,7 @@ class RuleBasedExtractor:
     def extract(self, texts: Sequence[str]) -> list[ExtractedEntity]:
         """Entities of ``texts`` with the index of the text each came from. Detection lists
         are read first, so a caption in the same batch can name what a detector just taught."""
-        parsed = [parse_detections(t) for t in texts]
+        parsed = [_named(parse_detections(t)) for t in texts]
         self.learn(d.label for items in parsed if items for d in items)
         found: list[ExtractedEntity] = []
         for index, (text, items) in enumerate(zip(texts, parsed, strict=True)):
@@ -86,6 +86,7 @@ class RuleBasedExtractor:
                         index=index,
                     )
                     for name in self.mentions(text)
+                    if len(name) <= MAX_EXTRACTED_NAME_CHARS  # a modifier word may be any size
                 )
         return found
 
@@ -118,3 +119,11 @@ class RuleBasedExtractor:
 
 def _is_modifier(token: str) -> bool:
     return token.isalpha() and token not in STOPWORDS and len(token) > 1
+
+
+def _named(items: list[Detection] | None) -> list[Detection] | None:
+    """The detections whose label can be an entity's name: one of thousands of characters
+    (a hostile or broken detector line) is no name of a thing, and is left out."""
+    if items is None:
+        return None
+    return [d for d in items if len(d.label) <= MAX_EXTRACTED_NAME_CHARS]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -39,13 +40,18 @@ MAX_PROMPT_TEXTS = 60
 """Texts sent in one summarize/synthesize prompt (callers pre-select representative ones)."""
 
 
+MAX_EXTRACTED_NAME_CHARS = 256
+"""Longest entity name (and type) taken from an extractor: a longer one is no name of a thing
+(an LLM answering 1,000,000 characters), and the entity is dropped."""
+
+
 class ExtractedEntity(BaseModel):
     """An entity found in a numbered list of observation texts."""
 
     model_config = ConfigDict(extra="ignore")
 
-    name: str = Field(min_length=1)
-    entity_type: str | None = None
+    name: str = Field(min_length=1, max_length=MAX_EXTRACTED_NAME_CHARS)
+    entity_type: str | None = Field(None, max_length=MAX_EXTRACTED_NAME_CHARS)
     confidence: float = 1.0
     index: int | None = None
     """0-based position of the text it came from; None when the client did not say."""
@@ -61,6 +67,8 @@ class ExtractedEntity(BaseModel):
     @field_validator("confidence")
     @classmethod
     def _clamp(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("confidence is not a finite number")
         return min(max(float(value), 0.0), 1.0)
 
 
@@ -102,13 +110,13 @@ def coerce_entities(raw: Iterable[Any], count: int) -> list[ExtractedEntity]:
         elif isinstance(item, Mapping):
             fields = dict(item)
             fields.setdefault("entity_type", fields.get("type"))
-            if "index" not in fields and isinstance(fields.get("observation"), int | float):
-                fields["index"] = int(fields["observation"]) - 1
             if fields.get("confidence") is None:
                 fields["confidence"] = 1.0
-            try:
+            try:  # one malformed item drops that item, not the answer
+                if "index" not in fields and isinstance(fields.get("observation"), int | float):
+                    fields["index"] = int(fields["observation"]) - 1  # inf, NaN: refused
                 candidate = ExtractedEntity.model_validate(fields)
-            except ValueError:
+            except (ValueError, OverflowError, TypeError):
                 continue
         else:
             continue
