@@ -4,6 +4,7 @@ finishes on open stores or raises MemoryClosedError, never a store's own error."
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from collections.abc import Callable
 from types import TracebackType
@@ -27,11 +28,14 @@ class CallGate:
         self._cv = threading.Condition()
         self._inside = 0
         self._closed = False
+        self._finished = threading.Event()
         self._local = threading.local()
+        self._pid = os.getpid()
 
     def __enter__(self) -> None:
         depth: int = getattr(self._local, "depth", 0)
         if depth == 0:
+            self._check_process()
             with self._cv:
                 if self._closed:
                     raise MemoryClosedError("this memory is closed")
@@ -56,15 +60,35 @@ class CallGate:
         """Refuse new calls and wait for the calls inside (other threads') to finish.
 
         Returns:
-            True for the first close(), False when the gate was closed already.
+            True for the first close() (which calls finished() when it is done), False when
+            the gate was closed already: after waiting for that first close to finish, unless
+            this thread is inside a call (the first close may be waiting for it), or in a
+            process forked from the one that opened the memory (nothing of it is this
+            process's to close).
         """
+        if os.getpid() != self._pid:
+            return False
         own = 1 if getattr(self._local, "depth", 0) > 0 else 0
         with self._cv:
-            if self._closed:
-                return False
+            first = not self._closed
             self._closed = True
-            self._cv.wait_for(lambda: self._inside <= own)
-        return True
+            if first:
+                self._cv.wait_for(lambda: self._inside <= own)
+        if not first and not own:
+            self._finished.wait()
+        return first
+
+    def finished(self) -> None:
+        """The first close() is done: a close() waiting in another thread returns."""
+        self._finished.set()
+
+    def _check_process(self) -> None:
+        if os.getpid() != self._pid:
+            raise MemoryClosedError(
+                f"this memory was opened in process {self._pid}; a process forked from it "
+                "cannot use it (its threads and engine handles stayed behind): open the "
+                "memory again in this process"
+            )
 
 
 class Gated(Protocol):

@@ -208,6 +208,8 @@ class SpatioTemporalMemory:
             background=not self.read_only,
         )
         self._episode_stack: list[str] = []
+        self._last_ended: str | None = None
+        """The episode this process ended last (the next one FOLLOWS it)."""
         if not self.read_only:  # read-only: the store refused a memory needing these
             self._close_interrupted_episodes()
             self._consolidation.recover()
@@ -299,12 +301,19 @@ class SpatioTemporalMemory:
 
     def close(self) -> None:
         """Flush, finish queued consolidation (with the built-in fallbacks: closing never
-        waits on an LLM), stop the background threads and close the stores (idempotent)."""
+        waits on an LLM), stop the background threads and close the stores (idempotent: a
+        close() racing another from a second thread returns once the first is done)."""
         # Refuse new calls, wait for those inside: a call racing close() finishes or raises
         # MemoryClosedError, and every add that returned is written by the buffer's last flush.
         if not self._gate.close():
             return
         self._closed = True
+        try:
+            self._close_all()
+        finally:
+            self._gate.finished()
+
+    def _close_all(self) -> None:
         try:
             if self._buffer is not None:
                 self._stop_buffer(self._buffer)
@@ -532,9 +541,10 @@ class SpatioTemporalMemory:
                 parent_episode_id=parent_episode_id,
                 metadata=meta,
             )
-            self._store.create_episode(
-                episode, follows=self._store.last_ended_episode_id(), parent=parent_episode_id
-            )
+            # The episode this process ended last: the graph's latest end_time cannot tell
+            # apart episodes ended at one clock time (a paused simulation clock).
+            follows = self._last_ended or self._store.last_ended_episode_id()
+            self._store.create_episode(episode, follows=follows, parent=parent_episode_id)
             self._episode_stack.append(episode.id)
             return episode.id
 
@@ -679,11 +689,13 @@ class SpatioTemporalMemory:
             # batch (a closed episode still takes its BELONGS_TO edges): the caller does not
             # wait for a write (a patrol ending a lap spent 4 of 27 s of a 100k ingest here).
             self._store.close_episode(episode_id, self._clock(), status)
+            self._last_ended = episode_id
             return episode_id, None
         # The worker reads the episode's observations: they are written first. Closed and
         # marked for consolidation in one transaction, consolidated by the worker.
         self._ingest().flush()
         self._consolidation.close_episode(episode_id, self._clock(), status)
+        self._last_ended = episode_id
         return episode_id, self._consolidation.consolidate_episode(episode_id)
 
     def _close_interrupted_episodes(self) -> None:

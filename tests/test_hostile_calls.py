@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +18,12 @@ import pytest
 
 from emem_graph import HashingEmbedder, InvalidInputError, SpatioTemporalMemory, StorageError
 from emem_graph.compat.emem_api import CallableEmbeddingProvider
-from emem_graph.errors import BackendUnavailableError, ConfigError, EmbeddingDimensionError
+from emem_graph.errors import (
+    BackendUnavailableError,
+    ConfigError,
+    EmbeddingDimensionError,
+    MemoryClosedError,
+)
 from emem_graph.ingest.unwritten import UNWRITTEN_FILE
 
 T0 = 1_700_000_000.0
@@ -40,6 +49,17 @@ class FlakyEmbedder(HashingEmbedder):
     def embed(self, texts: list[str]) -> np.ndarray:
         if self.down:
             raise ConnectionError("the embedding server is unreachable")
+        return super().embed(texts)
+
+
+class SlowEmbedder(HashingEmbedder):
+    """The hashing embedder at 20 ms a batch: a close has a last write that takes a while."""
+
+    def __init__(self) -> None:
+        super().__init__(384)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        time.sleep(0.02)
         return super().embed(texts)
 
 
@@ -204,3 +224,69 @@ def test_an_embedding_function_answering_text_fails_its_batch_as_an_embedding_er
 def test_a_db_path_holding_a_nul_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="NUL"):
         SpatioTemporalMemory(f"{tmp_path}/a\x00b", embedding_provider=HashingEmbedder(384))
+
+
+def test_a_close_racing_another_returns_only_once_the_memory_is_closed(tmp_path):
+    """Two threads close one memory: the second close() used to return at once, while the
+    first was still writing, and a reopen then found the memory held."""
+    memory = open_memory(tmp_path / "m", Clock(), SlowEmbedder())
+    ids = [memory.add(f"note {i}", float(i), 0.0) for i in range(50)]
+    first = threading.Thread(target=memory.close)
+    first.start()
+    while not memory._closed:  # the first close has begun
+        time.sleep(0.001)
+    memory.close()
+    assert not first.is_alive()  # the second close returned after the first ended
+    with open_memory(tmp_path / "m", Clock()) as again:
+        assert len(again.store.get_observations(ids)) == 50
+    first.join()
+
+
+def test_a_forked_child_is_refused_the_memory_its_parent_opened(tmp_path):
+    memory = open_memory(tmp_path / "m", Clock())
+    memory.add("parent row", 0.0, 0.0)
+    memory.flush()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: must not hang in the engine nor write the parent's files
+        os.close(read)
+        try:
+            memory.add("child row", 1.0, 1.0)
+            answer = b"accepted"
+        except MemoryClosedError as exc:
+            answer = b"refused: " + str(exc).encode()
+        except BaseException as exc:  # reported to the parent
+            answer = f"raw {type(exc).__name__}".encode()
+        memory.close()  # a no-op in the child
+        os.write(write, answer[:300])
+        os._exit(0)
+    os.close(write)
+    deadline = time.monotonic() + 30
+    while (done := os.waitpid(pid, os.WNOHANG)) == (0, 0) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done == (0, 0):
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    answer = os.read(read, 400).decode()
+    assert answer.startswith("refused: this memory was opened in process"), answer
+    memory.add("parent goes on", 2.0, 2.0)
+    memory.close()
+    with open_memory(tmp_path / "m", Clock()) as again:
+        texts = again.store.graph.query_text("MATCH (o:Observation) RETURN o.text AS t", {})
+    assert sorted(row["t"] for row in texts) == ["parent goes on", "parent row"]
+
+
+def test_episodes_ended_at_one_clock_time_follow_one_another(tmp_path):
+    """A paused simulation clock: every episode starts and ends at one time; each still
+    FOLLOWS the one before it (they all followed the first)."""
+    with open_memory(tmp_path / "m", Clock(T0)) as memory:
+        ids = []
+        for i in range(5):
+            ids.append(memory.start_episode(f"lap {i}"))
+            memory.add(f"lap {i}", float(i), 0.0)
+            memory.end_episode(consolidate=False)
+        rows = memory.store.graph.query_text(
+            "MATCH (a:Episode)-[:FOLLOWS]->(b:Episode) RETURN a.id AS a, b.id AS b", {}
+        )
+    follows = {row["a"]: row["b"] for row in rows}
+    assert follows == {ids[i]: ids[i - 1] for i in range(1, 5)}

@@ -10,6 +10,9 @@ from typing import Generic, TypeVar
 
 log = logging.getLogger(__name__)
 
+BACKPRESSURE_POLL_S = 0.5
+"""How often an add() waiting for room looks again without being woken (a safety net)."""
+
 Item = TypeVar("Item")
 
 
@@ -74,6 +77,8 @@ class IngestBuffer(Generic[Item]):
         """How many items of each kind wait."""
         self._oldest: float | None = None
         self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)
+        """Notified when waiting items are taken (or writes fail): add() waits on it for room."""
         self._flush_lock = threading.Lock()
         self._wake = threading.Event()
         self._stopping = False
@@ -87,14 +92,30 @@ class IngestBuffer(Generic[Item]):
             return len(self._items)
 
     def add(self, item: Item) -> None:
-        """Queue one item; wakes the flush thread when a batch is full."""
-        with self._lock:
+        """Queue one item; wakes the flush thread when a batch is full.
+
+        While a full batch of the item's kind waits already (the writes are slower than the
+        adds), the caller waits until the flush thread has taken it: what is accepted and not
+        yet written stays within a batch being written and one waiting. It does not wait while
+        writes are failing (last_error: the rows stay queued, flush() raises), on the flush
+        thread itself, nor when there is no flush thread.
+        """
+        kind = None if self._kind is None else self._kind(item)
+        with self._room:
+            while (
+                self._waiting[kind] >= self.batch_size
+                and self.last_error is None
+                and not self._stopping
+                and threading.current_thread() is not self._thread
+                and self._thread.is_alive()  # no flush thread: nobody would make room
+            ):
+                self._wake.set()
+                self._room.wait(BACKPRESSURE_POLL_S)
             if self._stopping:
                 raise RuntimeError("the ingest buffer is stopped")
             if not self._items:
                 self._oldest = self._clock()
             self._items.append(item)
-            kind = None if self._kind is None else self._kind(item)
             self._waiting[kind] += 1
             full = self._waiting[kind] >= self.batch_size
         if full:
@@ -111,9 +132,10 @@ class IngestBuffer(Generic[Item]):
                 retry).
         """
         with self._flush_lock:
-            with self._lock:
+            with self._room:
                 batch, self._items, self._oldest = self._items, [], None
                 self._waiting.clear()
+                self._room.notify_all()  # adds waiting for room go on
             if not batch:
                 return 0
             try:
@@ -192,12 +214,13 @@ class IngestBuffer(Generic[Item]):
             raise exc from error
 
     def _requeue(self, items: list[Item], exc: BaseException) -> None:
-        with self._lock:
+        with self._room:
             self._items[:0] = items
             self._waiting.update(None if self._kind is None else self._kind(i) for i in items)
             if items:
-                self._oldest = self._clock()
-        self.last_error = exc
+                self._oldest = self._read_clock()
+            self.last_error = exc
+            self._room.notify_all()  # writes fail: adds do not wait for room
 
     @staticmethod
     def _count(batch: list[Item], written: int | None) -> int:
@@ -206,15 +229,17 @@ class IngestBuffer(Generic[Item]):
     def drain(self) -> list[Item]:
         """Take every waiting item out of the buffer (none is written), in arrival order: for a
         caller that keeps them elsewhere once a flush has failed as a whole."""
-        with self._flush_lock, self._lock:
+        with self._flush_lock, self._room:
             items, self._items, self._oldest = self._items, [], None
             self._waiting.clear()
+            self._room.notify_all()
             return items
 
     def stop(self) -> None:
         """Stop the flush thread and write what is left (raises if that write fails)."""
-        with self._lock:
+        with self._room:
             self._stopping = True
+            self._room.notify_all()
         self._wake.set()
         self._thread.join()
         self.flush()
@@ -225,7 +250,19 @@ class IngestBuffer(Generic[Item]):
                 return False
             if max(self._waiting.values()) >= self.batch_size:
                 return True
-            return self._oldest is not None and self._clock() - self._oldest >= self.interval
+            if self._oldest is None:
+                return False
+            now = self._read_clock()
+            # A clock set back (a simulation reset) leaves no age to wait for: due now.
+            return now is None or now < self._oldest or now - self._oldest >= self.interval
+
+    def _read_clock(self) -> float | None:
+        """The clock, or None when it gives no time now (the flush thread goes on)."""
+        try:
+            return self._clock()
+        except Exception as exc:
+            log.warning("the clock gave no time (%s); flushing by count and on demand", exc)
+            return None
 
     def _run(self) -> None:
         while True:
