@@ -8,9 +8,10 @@ node would have built. No ROS installation is needed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BagError",
+    "DamagedBagError",
     "ReplaySummary",
     "bag_storage",
     "read_rate",
@@ -41,7 +43,19 @@ log = logging.getLogger(__name__)
 
 class BagError(InvalidInputError):
     """A bag cannot be replayed: no bag at the path, not a readable bag, a configured topic
-    missing from it or recorded with another message type."""
+    missing from it or recorded with another message type, or damage found while reading."""
+
+
+class DamagedBagError(BagError):
+    """Reading stopped partway through a bag at damage (a truncated or corrupt record).
+
+    Every message read before the damage was replayed, and the memory was flushed: ``summary``
+    says what was read and stored up to there.
+    """
+
+    def __init__(self, message: str, summary: ReplaySummary) -> None:
+        super().__init__(message)
+        self.summary = summary
 
 
 @dataclass
@@ -67,6 +81,10 @@ class ReplaySummary:
     """Configured topics the bag does not have (replayed anyway with allow_missing)."""
     undecodable: int = 0
     """Messages rosbags could not deserialize (skipped)."""
+    pose_outliers: int = 0
+    """Position samples dropped because their stamp lay far from every other sample's."""
+    pose_clock_jumps: int = 0
+    """Times the position samples' clock jumped (a reset) and the replay followed it."""
 
     @property
     def messages(self) -> int:
@@ -104,6 +122,8 @@ class ReplaySummary:
             "observations": self.observations,
             **self.stats.as_dict(),
             "undecodable": self.undecodable,
+            "pose_outliers": self.pose_outliers,
+            "pose_clock_jumps": self.pose_clock_jumps,
             "missing_topics": list(self.missing_topics),
             "start": self.start,
             "end": self.end,
@@ -132,6 +152,11 @@ class ReplaySummary:
         ]
         if self.undecodable:
             lines.append(f"  {self.undecodable} messages could not be deserialized (skipped)")
+        if self.pose_outliers or self.pose_clock_jumps:
+            lines.append(
+                f"  position: {self.pose_outliers} samples dropped as far in time from the "
+                f"others (bad stamps), {self.pose_clock_jumps} clock jumps followed"
+            )
         if self.missing_topics:
             lines.append("  not in the bag: " + ", ".join(self.missing_topics))
         return "\n".join(lines)
@@ -161,18 +186,63 @@ def bag_storage(bag: Path) -> str:
     return "sqlite3"
 
 
+def _cause(exc: BaseException) -> str:
+    """What the reader raised, on one short line (rosbags quotes whole message definitions)."""
+    lines = str(exc).strip().splitlines()
+    text = f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
 def _open_reader(bag: Path) -> AnyReader:
     require_rosbags()
-    from rosbags.highlevel import AnyReader, AnyReaderError
+    from rosbags.highlevel import AnyReader
 
-    if not bag.exists():
+    try:
+        exists = bag.exists()
+    except (OSError, ValueError) as exc:  # a name too long, a NUL in it
+        raise BagError(f"{bag} cannot be a bag path: {_cause(exc)}") from None
+    if not exists:
         raise BagError(f"no bag at {bag} (a ROS 2 bag directory or a ROS 1 .bag file)")
     try:
         reader = AnyReader([bag])
         reader.open()
-    except (AnyReaderError, OSError) as exc:
-        raise BagError(f"{bag} is not a readable ROS bag: {exc}") from None
+    except Exception as exc:
+        # rosbags parses the bag's bytes: a damaged file makes it raise its own errors but also
+        # UnicodeDecodeError, KeyError, sqlite errors... Each means "not a readable bag".
+        raise BagError(f"{bag} is not a readable ROS bag: {_cause(exc)}") from None
     return reader
+
+
+def _close_reader(reader: AnyReader) -> None:
+    try:
+        reader.close()
+    except Exception as exc:  # reading is over; a damaged file must not hide the replay's outcome
+        log.warning("closing the bag reader failed: %s", _cause(exc))
+
+
+def _read(reader: AnyReader, connections: list[Any]) -> Iterator[tuple[Any, int, Any]]:
+    """The reader's messages of ``connections`` in time order.
+
+    Raises:
+        _Damage: the reader failed partway (a truncated or corrupt record).
+    """
+    messages = reader.messages(connections=connections)
+    while True:
+        try:
+            item = next(messages)
+        except StopIteration:
+            return
+        except Exception as exc:  # any error parsing the bag's bytes is damage (see _open_reader)
+            raise _Damage(exc) from exc
+        yield item
+
+
+class _Damage(Exception):
+    """The reader failed partway through the bag (wraps what it raised)."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(_cause(cause))
+        self.cause = cause
 
 
 def _select(
@@ -248,6 +318,8 @@ def replay_bag(
 
     Raises:
         BagError: no bag at the path, not a bag, a topic missing or of another type.
+        DamagedBagError: damage partway through the bag (a BagError): the messages before it
+            were replayed and flushed; its ``summary`` says what was stored.
         BackendUnavailableError: rosbags is not installed.
     """
     bag = Path(bag)
@@ -273,12 +345,20 @@ def replay_bag(
             missing_topics=missing,
         )
         try:
-            _replay(reader, connections, config, memory, now, summary, progress)
+            damage = _replay(reader, connections, config, memory, now, summary, progress)
         finally:
             if opened_here:
                 memory.close()
     finally:
-        reader.close()
+        _close_reader(reader)
+    if damage is not None:
+        raise DamagedBagError(
+            f"{bag} is damaged: reading stopped after {summary.messages} messages "
+            f"({damage}); those were replayed and {summary.observations} observations are "
+            f"stored in {summary.memory_dir}; to read past the damage, salvage the bag first "
+            "(mcap recover, sqlite3 .recover)",
+            summary,
+        )
     return summary
 
 
@@ -304,35 +384,45 @@ def _replay(
     now: list[float],
     summary: ReplaySummary,
     progress: bool,
-) -> None:
-    from rosbags.highlevel import AnyReaderError
+) -> str | None:
+    """Replay the messages of ``connections`` and flush the memory.
 
+    Returns:
+        None, or what the reader raised at damage partway (the messages before it were
+        replayed, the last trigger run and the memory flushed all the same).
+    """
     pipeline = IngestPipeline(memory, config, clock=lambda: now[0])
     summary.stats = pipeline.stats
     rate_trigger = config.trigger.rate_hz is not None
     counts = dict.fromkeys(dict.fromkeys(c.topic for c in connections), 0)
     total = sum(max(c.msgcount, 0) for c in connections)
     started = time.perf_counter()
+    damage: str | None = None
     with tqdm(total=total, unit="msg", desc="replay", disable=not progress) as bar:
-        for connection, t_ns, raw in reader.messages(connections=connections):
-            t = t_ns * 1e-9
-            now[0] = t
-            if summary.start is None:
-                summary.start = t
-            summary.end = t
-            counts[connection.topic] += 1
-            bar.update()
-            try:
-                msg = reader.deserialize(raw, connection.msgtype)
-            except AnyReaderError as exc:
-                summary.undecodable += 1
-                log.warning("%s message at %.3f not deserialized: %s", connection.topic, t, exc)
-                fired = False
-            else:
-                fired = pipeline.on_message(connection.topic, msg, receive_time=t)
-            # A trigger at bag time t sees every message received up to and including t.
-            if fired or (rate_trigger and pipeline.due(t)):
-                pipeline.tick(t)
+        try:
+            for connection, t_ns, raw in _read(reader, connections):
+                t = t_ns * 1e-9
+                now[0] = t
+                if summary.start is None:
+                    summary.start = t
+                summary.end = t
+                counts[connection.topic] += 1
+                bar.update()
+                try:
+                    msg = reader.deserialize(raw, connection.msgtype)
+                except Exception as exc:  # bytes rosbags cannot decode (see _open_reader)
+                    summary.undecodable += 1
+                    log.warning(
+                        "%s message at %.3f not deserialized: %s", connection.topic, t, _cause(exc)
+                    )
+                    fired = False
+                else:
+                    fired = pipeline.on_message(connection.topic, msg, receive_time=t)
+                # A trigger at bag time t sees every message received up to and including t.
+                if fired or (rate_trigger and pipeline.due(t)):
+                    pipeline.tick(t)
+        except _Damage as exc:  # what was read stays: the last trigger and the flush run below
+            damage = str(exc)
         if rate_trigger and summary.end is not None:
             pipeline.tick(summary.end, final=True)  # the last trigger the live node would have run
     flushing = time.perf_counter()
@@ -340,6 +430,10 @@ def _replay(
     summary.flush_s = time.perf_counter() - flushing
     summary.elapsed_s = time.perf_counter() - started
     summary.topics = counts
+    if pipeline.poses is not None:
+        summary.pose_outliers = pipeline.poses.outliers
+        summary.pose_clock_jumps = pipeline.poses.clock_jumps
+    return damage
 
 
 def read_rate(bag: Path | str, topics: BridgeConfig | Iterable[str] | None = None) -> float:
@@ -347,7 +441,7 @@ def read_rate(bag: Path | str, topics: BridgeConfig | Iterable[str] | None = Non
     the replay throughput): the topics of a bridge config, the given topics, or all.
 
     Raises:
-        BagError: no bag at the path, or not a bag.
+        BagError: no bag at the path, not a bag, or damage partway through it.
     """
     bag = Path(bag)
     reader = _open_reader(bag)
@@ -363,10 +457,14 @@ def read_rate(bag: Path | str, topics: BridgeConfig | Iterable[str] | None = Non
         n = 0
         started = time.perf_counter()
         if connections:
-            for connection, _, raw in reader.messages(connections=connections):
-                reader.deserialize(raw, connection.msgtype)
-                n += 1
+            try:
+                for connection, _, raw in _read(reader, connections):
+                    with contextlib.suppress(Exception):  # undecodable: read all the same
+                        reader.deserialize(raw, connection.msgtype)
+                    n += 1
+            except _Damage as exc:
+                raise BagError(f"{bag} is damaged after {n} messages: {exc}") from None
         elapsed = time.perf_counter() - started
     finally:
-        reader.close()
+        _close_reader(reader)
     return n / elapsed if elapsed > 0 else 0.0

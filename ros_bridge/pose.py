@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import bisect
+import logging
 import math
 import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
+from emem_graph import validation
 from emem_graph.errors import InvalidInputError
 from ros_bridge.config import ODOMETRY, POSE_STAMPED, POSE_WITH_COVARIANCE_STAMPED
 from ros_bridge.messages import frame_id, normalise_type, stamp_seconds
+
+log = logging.getLogger(__name__)
+
+CONFIRM_SAMPLES = 3
+"""Samples that must agree on a new time before the tracker follows a clock jump, and samples
+on the current clock after which the ones held apart are dropped as outliers."""
+
+MIN_CLOCK_JUMP_S = 10.0
+"""Least distance (s) from the current clock's samples at which a sample is held apart (the
+larger of this and history_s), so that odometry sparser than history_s still flows."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,12 @@ def pose_from_message(type_name: str, msg: Any) -> Pose:
     )
 
 
+def _insert(times: list[float], poses: list[Pose], pose: Pose, t: float) -> None:
+    index = bisect.bisect_right(times, t)
+    times.insert(index, t)
+    poses.insert(index, pose)
+
+
 def _angle_lerp(a: float, b: float, fraction: float) -> float:
     delta = math.atan2(math.sin(b - a), math.cos(b - a))  # shortest way round
     return math.atan2(math.sin(a + delta * fraction), math.cos(a + delta * fraction))
@@ -73,9 +91,18 @@ def _angle_lerp(a: float, b: float, fraction: float) -> float:
 class PoseTracker:
     """The recent poses of the robot, answering "where was it at time t?" (thread-safe).
 
+    Samples are kept in stamp order on the robot's current clock. A sample further than
+    ``max(history_s, MIN_CLOCK_JUMP_S)`` from every kept sample (a driver's bad stamp, or a real
+    clock jump: a simulation reset, a bag whose stamps restart) is held apart rather than
+    trusted: when CONFIRM_SAMPLES samples agree on the new time first, the clock jumped and the
+    tracker follows it (the old samples are forgotten, ``clock_jumps`` counts it); when the
+    current clock gets CONFIRM_SAMPLES samples first, the held ones were outliers and are dropped
+    (``outliers`` counts them). So one bad stamp can neither evict the real samples nor be
+    interpolated from, and a real jump costs no sample.
+
     Args:
         max_age: seconds between t and the nearest sample beyond which the pose at t is unknown.
-        history_s: seconds of samples kept, counted back from the newest sample.
+        history_s: seconds of samples kept, counted back from the newest sample of the clock.
     """
 
     def __init__(self, max_age: float, history_s: float) -> None:
@@ -83,8 +110,17 @@ class PoseTracker:
             raise InvalidInputError("max_age and history_s must be > 0")
         self.max_age = float(max_age)
         self.history_s = float(history_s)
+        self.jump_s = max(self.history_s, MIN_CLOCK_JUMP_S)
+        """Seconds from the current clock's samples beyond which a sample is held apart."""
+        self.outliers = 0
+        """Samples dropped because they lay far from every other sample in time."""
+        self.clock_jumps = 0
+        """Times the tracker followed the samples to a new clock."""
         self._times: list[float] = []
         self._poses: list[Pose] = []
+        self._apart_times: list[float] = []
+        self._apart_poses: list[Pose] = []
+        self._since_apart = 0  # samples on the current clock since the first was held apart
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -99,7 +135,8 @@ class PoseTracker:
             The sample's pose (its ``stamp`` is the time it was filed under).
 
         Raises:
-            InvalidInputError: not a pose message, a non-finite pose, or no time at all.
+            InvalidInputError: not a pose message, a non-finite pose or one beyond the memory's
+                coordinate bound, or no time at all.
         """
         pose = pose_from_message(type_name, msg)
         t = pose.stamp if pose.stamp is not None else stamp
@@ -110,18 +147,78 @@ class PoseTracker:
         return pose
 
     def add(self, pose: Pose) -> None:
-        """Add a sample (``pose.stamp`` must be set); samples older than history_s before the
-        newest one are forgotten."""
-        if pose.stamp is None:
-            raise InvalidInputError("a pose sample needs a stamp")
+        """Add a sample; samples older than history_s before the newest one are forgotten, and a
+        sample far in time from the others is held apart (see the class).
+
+        Raises:
+            InvalidInputError: no finite stamp, a coordinate or yaw that is not finite, or a
+                coordinate beyond the memory's bound (validation.MAX_COORDINATE): the memory
+                would refuse every observation placed with it.
+        """
+        if pose.stamp is None or not math.isfinite(pose.stamp):
+            raise InvalidInputError(f"a pose sample needs a finite stamp, got {pose.stamp}")
+        if not math.isfinite(pose.yaw):
+            raise InvalidInputError(f"a pose sample needs a finite yaw, got {pose.yaw}")
+        for name, value in (("x", pose.x), ("y", pose.y), ("z", pose.z)):
+            validation.coordinate(f"pose {name}", value)
         with self._lock:
-            index = bisect.bisect_right(self._times, pose.stamp)
-            self._times.insert(index, pose.stamp)
-            self._poses.insert(index, pose)
-            cutoff = bisect.bisect_left(self._times, self._times[-1] - self.history_s)
-            if cutoff:
-                del self._times[:cutoff]
-                del self._poses[:cutoff]
+            dropped, jumped_from = self._file(pose, pose.stamp)
+            first_drop = dropped > 0 and self.outliers == dropped
+        if first_drop:  # said once; the counter tells the rest
+            log.warning(
+                "%d pose sample(s) dropped: their stamps lay more than %g s from every other "
+                "sample (a bad stamp?); further ones are counted in outliers, not logged",
+                dropped,
+                self.jump_s,
+            )
+        if jumped_from is not None:
+            log.warning(
+                "pose stamps jumped from %.3f to %.3f (a clock reset or jump): the older samples "
+                "are forgotten",
+                jumped_from,
+                pose.stamp,
+            )
+
+    def _file(self, pose: Pose, t: float) -> tuple[int, float | None]:
+        """File ``pose`` under ``t`` (lock held). Returns the samples dropped as outliers and,
+        when the tracker followed a clock jump, the newest stamp of the old clock."""
+        dropped = 0
+        if not self._times or self._near(self._times, t):
+            _insert(self._times, self._poses, pose, t)
+            self._prune(self._times, self._poses)
+            if self._apart_times:
+                self._since_apart += 1
+                if self._since_apart >= CONFIRM_SAMPLES:
+                    dropped = self._drop_apart()
+            return dropped, None
+        if self._apart_times and not self._near(self._apart_times, t):
+            dropped = self._drop_apart()  # a second far-off time: the first was no clock
+        if not self._apart_times:
+            self._since_apart = 0
+        _insert(self._apart_times, self._apart_poses, pose, t)
+        self._prune(self._apart_times, self._apart_poses)
+        if len(self._apart_times) < CONFIRM_SAMPLES:
+            return dropped, None
+        jumped_from = self._times[-1]
+        self._times, self._apart_times = self._apart_times, []
+        self._poses, self._apart_poses = self._apart_poses, []
+        self.clock_jumps += 1
+        return dropped, jumped_from
+
+    def _near(self, times: list[float], t: float) -> bool:
+        return times[0] - self.jump_s <= t <= times[-1] + self.jump_s
+
+    def _prune(self, times: list[float], poses: list[Pose]) -> None:
+        cutoff = bisect.bisect_left(times, times[-1] - self.history_s)
+        if cutoff:
+            del times[:cutoff]
+            del poses[:cutoff]
+
+    def _drop_apart(self) -> int:
+        dropped = len(self._apart_times)
+        self.outliers += dropped
+        self._apart_times, self._apart_poses = [], []
+        return dropped
 
     def latest(self) -> Pose | None:
         """The newest sample, or None before the first."""
