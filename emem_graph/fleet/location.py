@@ -32,6 +32,16 @@ class FleetStorageError(StorageError):
     refused credentials, a damaged object)."""
 
 
+class DamagedFleetFileError(FleetStorageError):
+    """A file at the fleet location is not what a push writes (not JSON, not Parquet, or
+    fields and columns of the wrong shape): damaged, or put there by someone else. The message
+    names the file and what is wrong with it."""
+
+
+MAX_JSON_BYTES = 1 << 20
+"""The largest JSON file read (a push's manifest and index are a few hundred bytes)."""
+
+
 @dataclass(frozen=True)
 class S3Settings:
     """How to reach an S3-compatible store; None fields fall back to the AWS environment."""
@@ -180,8 +190,15 @@ class FleetLocation:
             try:
                 with self.fs.open_input_stream(self._path(relative)) as stream:
                     return bytes(stream.read())
-            except FileNotFoundError:
-                return None
+            except (FileNotFoundError, NotADirectoryError):
+                return None  # NotADirectoryError: a file stands where a folder would be
+            except OSError:
+                info = self.fs.get_file_info(self._path(relative))
+                if info.type == pafs.FileType.Directory:
+                    raise DamagedFleetFileError(
+                        f"{self}/{relative} is a folder where a file belongs"
+                    ) from None
+                raise
 
         return self._call(read, relative)
 
@@ -207,12 +224,17 @@ class FleetLocation:
         data = self.read_bytes(relative)
         if data is None:
             return None
+        if len(data) > MAX_JSON_BYTES:
+            raise DamagedFleetFileError(
+                f"{self}/{relative} holds {len(data)} bytes, more than the {MAX_JSON_BYTES} "
+                "a fleet's JSON file may"
+            )
         try:
             value = json.loads(data)
-        except ValueError as exc:
-            raise FleetStorageError(f"{self}/{relative} is not valid JSON: {exc}") from exc
+        except (ValueError, RecursionError) as exc:
+            raise DamagedFleetFileError(f"{self}/{relative} is not valid JSON: {exc}") from exc
         if not isinstance(value, dict):
-            raise FleetStorageError(f"{self}/{relative} does not hold a JSON object")
+            raise DamagedFleetFileError(f"{self}/{relative} does not hold a JSON object")
         return value
 
     def write_json(self, relative: str, value: dict[str, Any]) -> None:
@@ -222,12 +244,20 @@ class FleetLocation:
     def read_parquet(self, relative: str) -> pa.Table | None:
         """A Parquet table, None when it does not exist."""
         data = self.read_bytes(relative)
-        if data is None:
-            return None
+        return None if data is None else self.parse_parquet(relative, data)
+
+    def parse_parquet(self, relative: str, data: bytes) -> pa.Table:
+        """The Parquet table in ``data``, the bytes of the object ``relative``.
+
+        Raises:
+            DamagedFleetFileError: they are not a readable Parquet file.
+        """
         try:
             return pq.read_table(pa.BufferReader(data))
         except (OSError, pa.ArrowException) as exc:
-            raise FleetStorageError(f"{self}/{relative} is not a readable Parquet file") from exc
+            raise DamagedFleetFileError(
+                f"{self}/{relative} is not a readable Parquet file"
+            ) from exc
 
     def write_parquet(self, relative: str, table: pa.Table) -> None:
         """Write a Parquet table whole."""

@@ -10,6 +10,7 @@ with each robot's own memory.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -22,15 +23,17 @@ from emem_graph import validation
 from emem_graph.config import MemoryConfig
 from emem_graph.errors import InvalidInputError
 from emem_graph.fleet.entities import FleetEntity, Sighting, merge_entities
+from emem_graph.fleet.layout import Manifest, check_robot, read_committed
 from emem_graph.fleet.location import FleetLocation
 from emem_graph.fleet.push import MARKER as FLEET_MARKER
-from emem_graph.fleet.push import check_robot, robot_prefix
 from emem_graph.fleet.shared_table import SharedTable, sql_in, sql_text
 from emem_graph.fleet.tools import dispatch, fleet_tool_definitions
 from emem_graph.models import Entity, Gist, Observation
 from emem_graph.retrieval.formatting import format_record, numbered
 from emem_graph.retrieval.locate import estimate_location
 from emem_graph.retrieval.timeparse import parse_optional_time
+
+log = logging.getLogger(__name__)
 
 Record = Observation | Gist | Entity
 ROW_COLUMNS = (
@@ -78,31 +81,45 @@ class FleetMemory:
         self._config = config or MemoryConfig()
         self._table = SharedTable(self.location)
         self._lock = threading.Lock()
-        self._manifests: dict[str, dict[str, Any]] = {}
+        self._manifests: dict[str, Manifest] = {}
+        self._damaged: dict[str, str] = {}
+        self._warned: set[str] = set()
         self._read_at = -math.inf
 
     # --- what is committed ----------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Read every robot's manifest and the shared table's latest version now."""
-        manifests: dict[str, dict[str, Any]] = {}
+        """Read every robot's manifest and the shared table's latest version now. A robot
+        whose manifest is damaged (or a folder under ``robots/`` no push made) is left out of
+        every answer, with a warning naming the file (once per FleetMemory)."""
+        manifests: dict[str, Manifest] = {}
+        damaged: dict[str, str] = {}
         # A location no robot pushed to holds no fleet: nothing is read, and nothing made
         # there (LanceDB's connect would create the vectors folder).
         if self.location.exists(FLEET_MARKER):
-            for robot in self.location.names_under("robots"):
-                manifest = self.location.read_json(f"{robot_prefix(robot)}/manifest.json")
-                if manifest is not None and int(manifest.get("push", 0)) > 0:
-                    manifests[robot] = manifest
+            manifests, damaged = read_committed(self.location)
             self._table.refresh()
         with self._lock:
             self._manifests = manifests
+            self._damaged = damaged
             self._read_at = time.monotonic()
+            new = {r: why for r, why in damaged.items() if why not in self._warned}
+            self._warned.update(new.values())
+        for robot, why in sorted(new.items()):
+            log.warning("robot %s is left out of the fleet: %s", robot, why)
 
     def robots(self) -> dict[str, int]:
         """Each robot that committed a push, and its last push number."""
-        return {robot: int(m["push"]) for robot, m in self._committed().items()}
+        return {robot: manifest.push for robot, manifest in self._committed().items()}
 
-    def _committed(self) -> dict[str, dict[str, Any]]:
+    def damaged_robots(self) -> dict[str, str]:
+        """The robots left out of every answer because their manifest is damaged, each with
+        what is wrong (the file named)."""
+        self._committed()
+        with self._lock:
+            return dict(self._damaged)
+
+    def _committed(self) -> dict[str, Manifest]:
         if time.monotonic() - self._read_at > REFRESH_S:
             self.refresh()
         with self._lock:
@@ -117,6 +134,10 @@ class FleetMemory:
             for name in wanted:
                 check_robot(name)
             committed = {name: push for name, push in committed.items() if name in wanted}
+            damaged = self.damaged_robots()
+            if not committed and any(name in damaged for name in wanted):
+                name = next(name for name in wanted if name in damaged)
+                raise InvalidInputError(f"robot {name} is left out of the fleet: {damaged[name]}")
         if not committed:
             return None
         parts = [

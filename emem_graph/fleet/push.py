@@ -1,14 +1,7 @@
 """push_memory: send what changed in one robot's memory since its last push to the fleet.
 
-Layout under the fleet's root (one prefix per robot; the shared table is common):
-
-    fleet.json                              marks the root as a fleet's (written once)
-    vectors/fleet_records.lance             the shared table (shared_table.py)
-    robots/<robot>/manifest.json            the robot's last committed push: its number, frame
-    robots/<robot>/state/<push>.parquet     (table, key, digest) of every row pushed so far
-    robots/<robot>/graph/<push>/<T>.parquet the rows of graph table T new or changed in a push
-    robots/<robot>/graph/<push>/_removed.parquet   (table, key) of rows gone since the push before
-    robots/<robot>/graph/<push>/_index.json        the table files of the push
+A push writes the robot's files at the fleet location (layout.py: where each lies, and the
+validating reader of each) and rows of the shared table (shared_table.py).
 
 A push numbered N+1 (N is the manifest's) writes, in order: the graph files, the shared-table
 rows (``push = N+1``), the state, and last the manifest naming N+1: the commit. Readers take
@@ -24,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import re
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
@@ -37,16 +29,26 @@ import pyarrow.compute as pc
 from emem_graph.errors import InvalidInputError
 from emem_graph.explore.export import VECTOR_KINDS
 from emem_graph.fleet.frame import Frame
-from emem_graph.fleet.location import FleetLocation, FleetStorageError
+from emem_graph.fleet.layout import (
+    INDEX,
+    MAX_PUSH,
+    REMOVED,
+    check_robot,
+    graph_folder,
+    manifest_path,
+    pushed_tables,
+    read_manifest,
+    read_removed,
+    read_state,
+    state_path,
+)
+from emem_graph.fleet.location import DamagedFleetFileError, FleetLocation, FleetStorageError
 from emem_graph.fleet.shared_table import SharedTable, sql_in, sql_text
 from emem_graph.fleet.snapshot import Snapshot, empty_state, read_snapshot, shared_rows
 
 FORMAT = "emem-graph-fleet"
 FORMAT_VERSION = 1
 MARKER = "fleet.json"
-INDEX = "_index.json"
-"""Names the table files of a push (in its graph folder)."""
-ROBOT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 DELETE_CHUNK = 500
 """Ids per delete statement (LanceDB filters are SQL text)."""
 
@@ -83,42 +85,6 @@ class PushReport:
         )
 
 
-def check_robot(robot: str) -> str:
-    """The robot name, if it may name a prefix: letters, digits, ``_.-``, at most 64.
-
-    Raises:
-        InvalidInputError: any other name.
-    """
-    if not isinstance(robot, str) or not ROBOT_RE.match(robot):
-        raise InvalidInputError(
-            f"robot name {robot!r}: use 1-64 letters, digits, '_', '.' or '-', starting with a "
-            "letter or digit"
-        )
-    return robot
-
-
-def robot_prefix(robot: str) -> str:
-    """The robot's folder under the fleet's root."""
-    return f"robots/{robot}"
-
-
-def graph_folder(robot: str, push: int) -> str:
-    """The folder of the graph rows of the robot's push ``push``."""
-    return f"{robot_prefix(robot)}/graph/{push:08d}"
-
-
-def pushed_tables(where: FleetLocation, robot: str, push: int) -> dict[str, pa.Table]:
-    """The graph rows a committed push wrote, by table (its index names the files)."""
-    graph = graph_folder(robot, push)
-    index = where.read_json(f"{graph}/{INDEX}") or {"tables": []}
-    tables = {}
-    for name in index["tables"]:
-        table = where.read_parquet(f"{graph}/{name}.parquet")
-        if table is not None:
-            tables[name] = table
-    return tables
-
-
 def push_memory(
     directory: str | Path,
     location: FleetLocation | str,
@@ -141,13 +107,22 @@ def push_memory(
     Raises:
         InvalidInputError: a bad robot name, a directory without a memory, a root that holds
             something other than a fleet.
+        DamagedFleetFileError: the robot's last push at the location (its manifest, state,
+            index or removed rows) is not what a push writes; nothing is pushed.
         FleetStorageError: the fleet location could not be read or written.
     """
     started = time.monotonic()
     check_robot(robot)
     where = location if isinstance(location, FleetLocation) else FleetLocation(location)
     with push_lock(where, robot):
-        return _push(directory, where, robot, frame, started)
+        _claim_root(where)
+        try:
+            return _push(directory, where, robot, frame, started)
+        except DamagedFleetFileError as exc:
+            raise DamagedFleetFileError(
+                f"{exc}; nothing was pushed: restore robot {robot}'s folder at the fleet from a "
+                f"backup, or delete {where}/robots/{robot} and push the robot again"
+            ) from exc
 
 
 @contextlib.contextmanager
@@ -194,22 +169,24 @@ def _push(
     frame: Frame | None,
     started: float,
 ) -> PushReport:
-    _claim_root(where)
-    prefix = robot_prefix(robot)
-    manifest = where.read_json(f"{prefix}/manifest.json") or {}
-    committed = int(manifest.get("push", 0))
+    manifest = read_manifest(where, robot)
+    committed = 0 if manifest is None else manifest.push
+    if committed >= MAX_PUSH:
+        raise InvalidInputError(
+            f"robot {robot} has pushed {committed} times, the most a fleet numbers; push the "
+            "robot under a new name"
+        )
     if frame is None:
-        frame = Frame(*manifest.get("frame", [0.0, 0.0, 0.0]))
+        frame = Frame() if manifest is None else manifest.frame
+    read = read_state(where, robot, committed) if committed else None
+    state = empty_state() if read is None else read[0]
     snapshot = read_snapshot(directory, robot, frame)
-    state = (
-        where.read_parquet(f"{prefix}/state/{committed:08d}.parquet") if committed else None
-    ) or empty_state()
     changed, removed = _changes(snapshot, state)
     report = PushReport(robot=robot, push=committed)
     report.changed = {name: table.num_rows for name, table in changed.items()}
     report.removed = removed.num_rows
     shared = SharedTable(where)
-    if report.nothing_changed and manifest.get("frame") == frame.as_list():
+    if report.nothing_changed and manifest is not None and manifest.frame == frame:
         _finish_cleanup(where, shared, robot, committed)
         return report
     push = committed + 1
@@ -223,16 +200,16 @@ def _push(
             body = table.drop_columns([c for c in ("vector", "digest") if c in table.schema.names])
             report.bytes_written += _write(where, f"{graph}/{name}.parquet", body)
             written.append(name)
-    report.bytes_written += _write(where, f"{graph}/_removed.parquet", removed)
+    report.bytes_written += _write(where, f"{graph}/{REMOVED}", removed)
     # The push's table files, named: a cut push of the same number may have left others.
     where.write_json(f"{graph}/{INDEX}", {"tables": written})
     for name in VECTOR_KINDS:
         rows = shared_rows(robot, name, changed[name], push, snapshot.dim)
         shared.append(rows)
         report.vector_rows += rows.num_rows
-    report.bytes_written += _write(where, f"{prefix}/state/{push:08d}.parquet", snapshot.digests())
+    report.bytes_written += _write(where, state_path(robot, push), snapshot.digests())
     where.write_json(
-        f"{prefix}/manifest.json",
+        manifest_path(robot),
         {
             "format": FORMAT,
             "version": FORMAT_VERSION,
@@ -280,7 +257,9 @@ def _changes(snapshot: Snapshot, state: pa.Table) -> tuple[dict[str, pa.Table], 
         missing = before.filter(pc.invert(still)).column("key").to_pylist()
         gone_tables.extend([name] * len(missing))
         gone_keys.extend(missing)
-    removed = pa.table({"table": pa.array(gone_tables, pa.string()), "key": gone_keys})
+    removed = pa.table(
+        {"table": pa.array(gone_tables, pa.string()), "key": pa.array(gone_keys, pa.string())}
+    )
     return changed, removed
 
 
@@ -299,7 +278,7 @@ def _finish_cleanup(where: FleetLocation, shared: SharedTable, robot: str, push:
     for name in VECTOR_KINDS:
         if name in tables:
             ids.extend(tables[name].column("id").to_pylist())
-    removed = where.read_parquet(f"{graph_folder(robot, push)}/_removed.parquet")
+    removed = read_removed(where, robot, push)
     if removed is not None:
         vector_rows = pc.is_in(removed.column("table"), value_set=pa.array(list(VECTOR_KINDS)))
         ids.extend(removed.filter(vector_rows).column("key").to_pylist())

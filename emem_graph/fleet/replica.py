@@ -9,13 +9,14 @@ fleet frame. ``emem-graph cypher DIR`` and ``shell`` read it like a memory.
 
 A replica is built whole from what the manifests name, then kept up to date push by push
 (update_replica, replica_update.py): only the rows the new pushes changed are written. Its
-``fleet_replica.json`` names the fleet and the push of each robot it holds.
+``fleet_replica.json`` names the fleet and the push of each robot it holds. A robot with a
+damaged file (layout.py) is left out, with a warning; the replica holds the others.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+import logging
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -24,13 +25,13 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from emem_graph.errors import InvalidInputError
 from emem_graph.explore.selection import NODE_TABLES, REL_ENDS
-from emem_graph.fleet.location import FleetLocation, FleetStorageError
+from emem_graph.fleet.frame import Frame
+from emem_graph.fleet.layout import pushed_tables, read_manifest, read_removed, read_state
+from emem_graph.fleet.location import DamagedFleetFileError, FleetLocation
 from emem_graph.fleet.push import MARKER as FLEET_MARKER
-from emem_graph.fleet.push import graph_folder, pushed_tables, robot_prefix
 from emem_graph.resources import read_cypher
 from emem_graph.storage.graph import GraphDB
 from emem_graph.storage.graph_rows import with_all_columns
@@ -43,6 +44,8 @@ MARKER = "fleet_replica.json"
 """In a replica's directory: the fleet, each robot's push and state fingerprint, and whether
 the graph is whole (``ready``) or an update is under way (``updating``)."""
 MARKER_FORMAT = "emem-graph-fleet-replica"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -64,9 +67,17 @@ class ReplicaReport:
     written: dict[str, int] = field(default_factory=dict)
     """An update's rows created, changed and deleted."""
     reason: str = ""
+    left_out: dict[str, str] = field(default_factory=dict)
+    """Robots not in the replica because a file of theirs is damaged, each with what is
+    wrong."""
 
     def describe(self) -> str:
         """A few lines for the command line."""
+        lines = [self._summary()]
+        lines.extend(f"robot {r} left out: {why}" for r, why in sorted(self.left_out.items()))
+        return "\n".join(lines)
+
+    def _summary(self) -> str:
         robots = ", ".join(f"{r} (push {p})" for r, p in self.robots.items())
         totals = (
             f"nodes: {sum(self.nodes.values())}, edges: {sum(self.edges.values())}, "
@@ -94,12 +105,12 @@ class ReplicaReport:
         return "\n".join([f"{head}: robots {robots}", totals])
 
 
-def fleet_graph(location: FleetLocation, robots: dict[str, int]) -> dict[str, pa.Table]:
-    """Every graph table of the robots, each as of its committed push (``robots``: name ->
-    push), with a ``robot`` column; positions in the fleet frame."""
+def fleet_graph(graphs: dict[str, dict[str, pa.Table]]) -> dict[str, pa.Table]:
+    """Every graph table of the robots (``graphs``: robot -> its _robot_graph), with a
+    ``robot`` column, robots in name order; positions in the fleet frame."""
     combined: dict[str, list[pa.Table]] = {}
-    for robot, last in sorted(robots.items()):
-        for name, table in _robot_graph(location, robot, last).items():
+    for robot, graph in sorted(graphs.items()):
+        for name, table in graph.items():
             robot_column = pa.array([robot] * table.num_rows, pa.string())
             combined.setdefault(name, []).append(table.append_column("robot", robot_column))
     return {
@@ -108,9 +119,14 @@ def fleet_graph(location: FleetLocation, robots: dict[str, int]) -> dict[str, pa
 
 
 def _robot_graph(location: FleetLocation, robot: str, last: int) -> dict[str, pa.Table]:
+    """The robot's graph tables as of its push ``last``: its pushes' rows replayed in order.
+
+    Raises:
+        DamagedFleetFileError: a file of those pushes is not what a push writes.
+    """
     current: dict[str, pa.Table] = {}
     for push in range(1, last + 1):
-        removed = location.read_parquet(f"{graph_folder(robot, push)}/_removed.parquet")
+        removed = read_removed(location, robot, push)
         changed = pushed_tables(location, robot, push)
         for name in set(current) | set(changed):
             rows = changed.get(name)
@@ -127,14 +143,22 @@ def _robot_graph(location: FleetLocation, robot: str, last: int) -> dict[str, pa
 
 
 def build_replica(
-    location: FleetLocation | str, directory: str | Path, robots: dict[str, int] | None = None
+    location: FleetLocation | str,
+    directory: str | Path,
+    robots: dict[str, int] | None = None,
+    left_out: dict[str, str] | None = None,
 ) -> ReplicaReport:
     """Build a read-only graph replica of the fleet in the new ``directory``.
+
+    A robot with a damaged file (its manifest, or a state, index, removed-rows or table file
+    of the pushes replicated) is left out, with a warning: the replica holds the other robots
+    as a fleet without it would (ReplicaReport.left_out names it and the file).
 
     Args:
         location: the fleet.
         directory: a new directory (it must not exist: nothing is overwritten).
         robots: name -> push to replicate; default every robot's committed push.
+        left_out: robots already known to be left out (with ``robots``), for the report.
 
     Raises:
         InvalidInputError: the directory exists.
@@ -152,15 +176,28 @@ def build_replica(
         raise InvalidInputError(
             f"{where} holds no fleet (no {FLEET_MARKER}): push a robot's memory there first"
         )
+    left_out = dict(left_out or {})
     if robots is None:
-        robots = FleetMemory(where).robots()
-    manifests = {r: where.read_json(f"{robot_prefix(r)}/manifest.json") or {} for r in robots}
-    prints = {r: robot_state(where, r, p)[1] for r, p in robots.items()}
-    tables = fleet_graph(where, robots)
-    report = ReplicaReport(directory=str(target), robots=dict(robots))
+        fleet = FleetMemory(where)
+        robots = fleet.robots()
+        left_out.update(fleet.damaged_robots())
+    frames: dict[str, Frame] = {}
+    prints: dict[str, str] = {}
+    graphs: dict[str, dict[str, pa.Table]] = {}
+    for robot, push in sorted(robots.items()):
+        try:
+            frames[robot] = _committed_frame(where, robot)
+            prints[robot] = robot_state(where, robot, push)[1]
+            graphs[robot] = _robot_graph(where, robot, push)
+        except DamagedFleetFileError as exc:
+            log.warning("robot %s is left out of the replica: %s", robot, exc)
+            left_out[robot] = str(exc)
+    robots = {r: p for r, p in robots.items() if r in graphs}
+    report = ReplicaReport(directory=str(target), robots=dict(robots), left_out=left_out)
+    tables = fleet_graph(graphs)
     target.mkdir(parents=True)
     try:
-        _load(GraphDB(target / GRAPH_FILE), tables, manifests, report)
+        _load(GraphDB(target / GRAPH_FILE), tables, robots, frames, report)
         write_marker(target, where, robots, prints, "ready")
     except BaseException:
         shutil.rmtree(target, ignore_errors=True)
@@ -168,26 +205,34 @@ def build_replica(
     return report
 
 
-def robot_state(where: FleetLocation, robot: str, push: int) -> tuple[pa.Table, str]:
-    """(table, key, digest) of every row of ``robot``'s memory as of its push ``push``, and a
-    fingerprint of that state (a digest of its file, written once when the push committed:
-    another fleet pushed at the same URI gives another one).
+def _committed_frame(where: FleetLocation, robot: str) -> Frame:
+    """The robot's frame, as its manifest names it.
 
     Raises:
-        FleetStorageError: the push's state is missing or unreadable (the fleet lost a file).
+        DamagedFleetFileError: the manifest is damaged or gone.
+    """
+    manifest = read_manifest(where, robot)
+    if manifest is None:
+        raise DamagedFleetFileError(f"{where}: robot {robot}'s manifest is missing")
+    return manifest.frame
+
+
+def robot_state(where: FleetLocation, robot: str, push: int) -> tuple[pa.Table, str]:
+    """(table, key, digest) of every row of ``robot``'s memory as of its push ``push``, and a
+    fingerprint of that state (layout.read_state).
+
+    Raises:
+        DamagedFleetFileError: the push's state is missing (the fleet lost a file) or is not
+            what a push writes.
+        FleetStorageError: the location could not be read.
     """
     if push == 0:
         names = ("table", "key", "digest")
         return pa.table({n: pa.array([], pa.string()) for n in names}), ""
-    path = f"{robot_prefix(robot)}/state/{push:08d}.parquet"
-    data = where.read_bytes(path)
-    if data is None:
-        raise FleetStorageError(f"{where}: the state of robot {robot}'s push {push} is missing")
-    try:
-        state = pq.read_table(pa.BufferReader(data))
-    except (OSError, pa.ArrowException) as exc:
-        raise FleetStorageError(f"{where}/{path} is not a readable Parquet file") from exc
-    return state, hashlib.blake2b(data, digest_size=16).hexdigest()
+    read = read_state(where, robot, push)
+    if read is None:
+        raise DamagedFleetFileError(f"{where}: the state of robot {robot}'s push {push} is missing")
+    return read
 
 
 def write_marker(
@@ -232,7 +277,8 @@ def read_marker(target: Path) -> dict[str, Any]:
 def _load(
     graph: GraphDB,
     tables: dict[str, pa.Table],
-    manifests: dict[str, dict[str, Any]],
+    robots: dict[str, int],
+    frames: dict[str, Frame],
     report: ReplicaReport,
 ) -> None:
     try:
@@ -242,7 +288,7 @@ def _load(
                 tx.run_text(statement)
         ids: dict[str, pa.Array] = {}
         with graph.write() as tx:
-            robot_rows = _robot_rows(manifests)
+            robot_rows = _robot_rows(robots, frames)
             tx.copy_nodes("Robot", robot_rows)
             for name in NODE_TABLES:
                 rows = tables.get(name)
@@ -281,16 +327,16 @@ def _load(
         graph.close()
 
 
-def _robot_rows(manifests: dict[str, dict[str, Any]]) -> pa.Table:
+def _robot_rows(robots: dict[str, int], frames: dict[str, Frame]) -> pa.Table:
     """A Robot node per robot: its name, push and frame."""
-    frames = [m.get("frame", [0.0, 0.0, 0.0]) for m in manifests.values()]
+    names = sorted(robots)
     return pa.table(
         {
-            "name": pa.array(list(manifests), pa.string()),
-            "push": pa.array([int(m.get("push", 0)) for m in manifests.values()], pa.int64()),
-            "frame_x": pa.array([float(f[0]) for f in frames], pa.float64()),
-            "frame_y": pa.array([float(f[1]) for f in frames], pa.float64()),
-            "frame_yaw": pa.array([float(f[2]) for f in frames], pa.float64()),
+            "name": pa.array(names, pa.string()),
+            "push": pa.array([robots[r] for r in names], pa.int64()),
+            "frame_x": pa.array([frames[r].x for r in names], pa.float64()),
+            "frame_y": pa.array([frames[r].y for r in names], pa.float64()),
+            "frame_yaw": pa.array([frames[r].yaw for r in names], pa.float64()),
         }
     )
 

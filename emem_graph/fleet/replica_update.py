@@ -12,8 +12,9 @@ created again. The rows come from the new pushes' Parquet.
 The replica's marker says ``updating`` from the first write to the last; an update that is
 cut (a kill, a full disk) leaves it so, and the next one rebuilds the replica whole. So does an
 update that would rewrite more than REBUILD_SHARE of the rows (a robot's new frame rewrites
-all of its rows: one bulk load is faster then), and one that finds the fleet is not the one
-the replica was built from.
+all of its rows: one bulk load is faster then), one that finds the fleet is not the one
+the replica was built from, and one that meets a damaged file of a robot (layout.py): the
+rebuild leaves that robot out, as a replica built whole does.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -31,12 +31,14 @@ import pyarrow.compute as pc
 
 from emem_graph.errors import InvalidInputError
 from emem_graph.explore.selection import NODE_TABLES, REL_ENDS
-from emem_graph.fleet.location import FleetLocation
-from emem_graph.fleet.push import pushed_tables, robot_prefix
+from emem_graph.fleet.frame import Frame
+from emem_graph.fleet.layout import pushed_tables
+from emem_graph.fleet.location import DamagedFleetFileError, FleetLocation
 from emem_graph.fleet.replica import (
     MARKER,
     REMEMBERED,
     ReplicaReport,
+    _committed_frame,
     _first_per_key,
     _linked,
     _pair,
@@ -88,25 +90,54 @@ def update_replica(location: FleetLocation | str, directory: str | Path) -> Repl
             f"{target} is a replica of the fleet at {marker.get('fleet')}, not of {where}: "
             "give that fleet, or build a new replica in a new directory"
         )
-    latest = FleetMemory(where).robots()
+    fleet = FleetMemory(where)
+    latest = fleet.robots()
+    left_out = fleet.damaged_robots()
     try:
         held = {str(r): int(v["push"]) for r, v in marker["robots"].items()}
         prints = {str(r): str(v["state"]) for r, v in marker["robots"].items()}
     except (AttributeError, KeyError, TypeError, ValueError):
-        return _rebuild(where, target, latest, f"its {MARKER} was damaged")
+        return _rebuild(where, target, latest, left_out, f"its {MARKER} was damaged")
     if marker.get("state") != "ready":
-        return _rebuild(where, target, latest, "an earlier update did not finish")
+        return _rebuild(where, target, latest, left_out, "an earlier update did not finish")
+    damaged = sorted(r for r in held if r in left_out)
+    if damaged:
+        reason = f"robot {damaged[0]} is left out: its manifest is damaged"
+        return _rebuild(where, target, latest, left_out, reason)
     behind = sorted(r for r, p in held.items() if latest.get(r, 0) < p)
     if behind:
         reason = f"robot {behind[0]}'s committed push is older than the replica's"
-        return _rebuild(where, target, latest, reason)
+        return _rebuild(where, target, latest, left_out, reason)
+    try:
+        return _update(where, target, latest, held, prints, left_out)
+    except DamagedFleetFileError:
+        # Which robot's files are damaged, the rebuild finds out: it leaves that robot out.
+        reason = "a robot's file is damaged"
+        return _rebuild(where, target, latest, left_out, reason)
+
+
+def _update(
+    where: FleetLocation,
+    target: Path,
+    latest: dict[str, int],
+    held: dict[str, int],
+    prints: dict[str, str],
+    left_out: dict[str, str],
+) -> ReplicaReport:
+    """Write the rows the pushes since ``held`` changed (or rebuild, when that is more).
+
+    Raises:
+        DamagedFleetFileError: a robot's file is not what a push writes.
+    """
     old_read = {r: robot_state(where, r, p) for r, p in held.items()}
     old_states = {r: state for r, (state, _) in old_read.items()}
     strange = sorted(r for r, (_, fingerprint) in old_read.items() if fingerprint != prints[r])
     if strange:
         reason = f"robot {strange[0]}'s pushes are not those the replica was built from"
-        return _rebuild(where, target, latest, reason)
-    report = ReplicaReport(directory=str(target), robots=dict(latest), how="current", before=held)
+        return _rebuild(where, target, latest, left_out, reason)
+    report = ReplicaReport(
+        directory=str(target), robots=dict(latest), how="current", before=held, left_out=left_out
+    )
     moved = {r: p for r, p in latest.items() if p != held.get(r, 0)}
     if not moved:
         return report
@@ -115,12 +146,12 @@ def update_replica(location: FleetLocation | str, directory: str | Path) -> Repl
     plan = _plan(where, held, latest, old_states, new_states)
     total = sum(state.num_rows for state in new_states.values())
     if plan.size > REBUILD_SHARE * total:
-        return _rebuild(where, target, latest, f"{plan.size} of {total} rows changed")
-    manifests = {r: where.read_json(f"{robot_prefix(r)}/manifest.json") or {} for r in moved}
+        return _rebuild(where, target, latest, left_out, f"{plan.size} of {total} rows changed")
+    frames = {r: _committed_frame(where, r) for r in moved}
     graph = GraphDB(target / GRAPH_FILE)  # refused while another process holds it open
     try:
         write_marker(target, where, held, prints, "updating")
-        report.written = _apply(graph, plan, {r: latest[r] for r in moved}, manifests)
+        report.written = _apply(graph, plan, {r: latest[r] for r in moved}, frames)
         counts = graph.table_counts()
     finally:
         graph.close()
@@ -133,7 +164,11 @@ def update_replica(location: FleetLocation | str, directory: str | Path) -> Repl
 
 
 def _rebuild(
-    where: FleetLocation, target: Path, robots: dict[str, int], reason: str
+    where: FleetLocation,
+    target: Path,
+    robots: dict[str, int],
+    left_out: dict[str, str],
+    reason: str,
 ) -> ReplicaReport:
     """Build the replica whole beside ``target``, then put it in its place.
 
@@ -151,7 +186,7 @@ def _rebuild(
         building = Path(tempfile.mkdtemp(prefix=f".{target.name}.rebuild-", dir=parent))
         retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=parent))
         try:
-            report = build_replica(where, building / "replica", robots)
+            report = build_replica(where, building / "replica", robots, left_out)
             os.rename(target, retired / "replica")
             os.rename(building / "replica", target)
         finally:
@@ -343,20 +378,20 @@ def _apply(
     graph: GraphDB,
     plan: _Plan,
     pushes: dict[str, int],
-    manifests: dict[str, dict[str, Any]],
+    frames: dict[str, Frame],
 ) -> dict[str, int]:
     written = {"created": 0, "changed": 0, "deleted": 0}
     with graph.write() as tx:
         robots = []
         for robot, push in sorted(pushes.items()):
-            frame = manifests.get(robot, {}).get("frame", [0.0, 0.0, 0.0])
+            frame = frames[robot]
             robots.append(
                 {
                     "name": robot,
                     "push": push,
-                    "frame_x": float(frame[0]),
-                    "frame_y": float(frame[1]),
-                    "frame_yaw": float(frame[2]),
+                    "frame_x": frame.x,
+                    "frame_y": frame.y,
+                    "frame_yaw": frame.yaw,
                 }
             )
         tx.run_each("replica_robot", robots)
