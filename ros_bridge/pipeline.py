@@ -51,9 +51,11 @@ class IngestStats:
     deduplicated: int = 0
     """Layer messages skipped because their text was unchanged and the robot had not moved."""
     superseded: int = 0
-    """Layer messages replaced by a newer one on the same layer before a trigger."""
+    """Layer messages replaced by a newer one on the same layer before a trigger (and, at the
+    last tick, held messages that never got a pose sample after their time, when a newer message
+    of their layer is there)."""
     awaited_pose: int = 0
-    """Times a trigger kept a layer message for the next one because no pose sample newer than
+    """Times a trigger kept a layer message for a later one because no pose sample newer than
     the message had arrived yet (so its pose is interpolated, not the last older sample)."""
     triggers: int = 0
     """Times tick() ran."""
@@ -69,6 +71,15 @@ class _Pending:
     stamp: float
     has_stamp: bool
     topic: str
+
+
+@dataclass
+class _Held:
+    """A layer message a trigger took that waits for a pose sample after its time."""
+
+    message: _Pending
+    taken_at: float
+    """The time of the trigger that took it: its freshness is judged then, not when stored."""
 
 
 @dataclass
@@ -106,6 +117,7 @@ class IngestPipeline:
         for layer in config.layers:
             self._layers_by_topic.setdefault(layer.topic, []).append(layer)
         self._pending: dict[str, _Pending] = {}
+        self._held: dict[str, list[_Held]] = {}  # touched by tick() only (the memory's thread)
         self._last_stored: dict[str, _Stored] = {}
         self._last_tick: float | None = None
         self._lock = threading.Lock()
@@ -178,17 +190,22 @@ class IngestPipeline:
     def tick(self, now: float | None = None, final: bool = False) -> int:
         """Store every layer's pending message once (the trigger fired at ``now``).
 
-        A pending message is used at most once, whatever happens to it: stored, or dropped as
-        stale (older than its layer's max_age at ``now``), empty, without a pose at its time,
-        or unchanged since the layer's last observation while the robot stood still. Must run on
-        the thread that owns the memory.
+        Each trigger takes at most one message per layer, the newest since the previous
+        trigger, and uses it at most once: stored, or dropped as stale (older than its layer's
+        max_age at ``now``), empty, without a pose at its time, or unchanged since the layer's
+        last observation while the robot stood still. Must run on the thread that owns the
+        memory.
 
         One exception keeps positions right when odometry lags: a message newer than the newest
-        pose sample (which is itself within position.max_age of it) waits for the next trigger,
-        so that its pose is interpolated between the samples either side of its time instead of
-        taken from the older one. It waits at most position.max_age past its time (then the
-        older sample is used), and not at all when ``final`` (the last tick: shutdown, end of a
-        bag). A newer message on its layer supersedes it as usual.
+        pose sample (which is itself within position.max_age of it) is held, so that its pose is
+        interpolated between the samples either side of its time instead of taken from the older
+        one. A later trigger stores it as soon as a sample at or after its time has arrived,
+        before that trigger's own message, in the place of the trigger that took it (so a layer
+        never stores more messages than triggers fired). It waits at most position.max_age past
+        its time and past the trigger that took it (then the older sample is used), and not at
+        all when ``final`` (the last tick: shutdown, end of a bag). A newer message never
+        replaces it, except at the last tick, when it has no sample after its time and a newer
+        message of its layer is there.
 
         Returns:
             How many observations (perception and body state) were stored.
@@ -201,12 +218,24 @@ class IngestPipeline:
         stored = 0
         for layer in self.config.layers:
             item = pending.get(layer.name)
-            if item is None:
-                continue
-            if not final and self._awaits_pose(item, now):
-                self._hold(layer, item)
-            elif self._store(layer, item, now):
-                stored += 1
+            waiting: list[_Held] = []
+            for held in self._held.pop(layer.name, []):
+                if not final and self._still_waits(held, now):
+                    waiting.append(held)
+                elif final and item is not None and not self._pose_known(held.message):
+                    # No sample after it will come: the newer message takes its place.
+                    self._count("superseded")
+                elif self._store(layer, held.message, held.taken_at):
+                    stored += 1
+            if item is not None:
+                fresh = now - item.stamp <= layer.max_age  # a stale one is dropped at once
+                if not final and fresh and self._awaits_pose(item, now):
+                    waiting.append(_Held(item, taken_at=now))
+                elif self._store(layer, item, now):
+                    stored += 1
+            if waiting:
+                self._held[layer.name] = waiting
+                self._count("awaited_pose", len(waiting))
         return stored
 
     def _awaits_pose(self, item: _Pending, now: float) -> bool:
@@ -219,16 +248,24 @@ class IngestPipeline:
         gap = item.stamp - latest.stamp
         return 0.0 < gap <= position.max_age and now - item.stamp <= position.max_age
 
-    def _hold(self, layer: LayerConfig, item: _Pending) -> None:
-        with self._lock:
-            self.stats.awaited_pose += 1
-            if layer.name in self._pending:  # a newer message came while this tick ran
-                self.stats.superseded += 1
-            else:
-                self._pending[layer.name] = item
+    def _still_waits(self, held: _Held, now: float) -> bool:
+        # Bounded on the trigger's clock too: with header stamps far ahead of it, a message
+        # would otherwise wait (and held ones pile up) until the clock caught up.
+        position = self.config.position
+        return (
+            position is not None
+            and now - held.taken_at <= position.max_age
+            and self._awaits_pose(held.message, now)
+        )
 
-    def _store(self, layer: LayerConfig, item: _Pending, now: float) -> bool:
-        if now - item.stamp > layer.max_age:
+    def _pose_known(self, item: _Pending) -> bool:
+        """Whether a pose sample at or after the message's time has arrived."""
+        latest = self.poses.latest() if self.poses is not None else None
+        return latest is not None and latest.stamp is not None and latest.stamp >= item.stamp
+
+    def _store(self, layer: LayerConfig, item: _Pending, taken_at: float) -> bool:
+        # Freshness is judged at the trigger that took the message, even when stored later.
+        if taken_at - item.stamp > layer.max_age:
             self._count("dropped_stale")
             return False
         try:
@@ -301,6 +338,6 @@ class IngestPipeline:
             return False
         return math.hypot(pose.x - last.x, pose.y - last.y) <= trigger.dedupe_distance
 
-    def _count(self, counter: str) -> None:
+    def _count(self, counter: str, n: int = 1) -> None:
         with self._lock:
-            setattr(self.stats, counter, getattr(self.stats, counter) + 1)
+            setattr(self.stats, counter, getattr(self.stats, counter) + n)
