@@ -425,6 +425,8 @@ def _replay(
             damage = str(exc)
         if rate_trigger and summary.end is not None:
             pipeline.tick(summary.end, final=True)  # the last trigger the live node would have run
+        elif not rate_trigger:
+            pipeline.store_held()  # taken by a trigger, waiting for a pose that came no more
     flushing = time.perf_counter()
     memory.flush()
     summary.flush_s = time.perf_counter() - flushing

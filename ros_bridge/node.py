@@ -335,12 +335,15 @@ class BridgeNode:
 
     def _last_tick(self, timeout_s: float) -> None:
         # With a rate trigger, messages that arrived since the last tick would be lost at
-        # shutdown: store them now. A topic trigger stores only when it fires.
-        if self.config.trigger.rate_hz is None:
-            return
+        # shutdown: store them now. A topic trigger stores only what its triggers took: the
+        # messages still held for a pose.
+        rate = self.config.trigger.rate_hz is not None
         try:
             stored = self.owner.call(
-                lambda memory: self.pipeline.tick(final=True), timeout_s=timeout_s
+                lambda memory: (
+                    self.pipeline.tick(final=True) if rate else self.pipeline.store_held()
+                ),
+                timeout_s=timeout_s,
             )
         except Exception as exc:  # closing goes on: the memory is flushed and closed below
             log.warning("the last tick at shutdown failed: %s: %s", type(exc).__name__, exc)

@@ -238,6 +238,20 @@ class IngestPipeline:
                 self._count("awaited_pose", len(waiting))
         return stored
 
+    def store_held(self) -> int:
+        """Store the messages still held for a pose sample after their time, each with the pose
+        known now: the end of a bag or shutdown under a topic trigger, where no last tick runs
+        (it would store the messages no trigger took). Must run on the memory's thread.
+
+        Returns:
+            How many observations were stored.
+        """
+        stored = 0
+        for layer in self.config.layers:
+            for held in self._held.pop(layer.name, []):
+                stored += bool(self._store(layer, held.message, held.taken_at))
+        return stored
+
     def _awaits_pose(self, item: _Pending, now: float) -> bool:
         position = self.config.position
         if self.poses is None or position is None:

@@ -20,7 +20,7 @@ from test_ros_hostile import ODOM, STRING, T0, Message, write_bag
 from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
 from emem_graph.models import Observation
 from ros_bridge.bag import ReplaySummary, replay_bag
-from ros_bridge.config import BridgeConfig
+from ros_bridge.config import BridgeConfig, TriggerConfig
 from ros_bridge.pipeline import IngestPipeline
 
 SPEED = 0.2
@@ -239,3 +239,19 @@ def test_a_held_message_waits_at_most_max_age_of_trigger_time(
     memory.flush()
     (chair,) = memory.store.observations_in_time(None, None, layer="objects", limit=10)
     assert chair.x == pytest.approx(3.0) and chair.timestamp == pytest.approx(ahead + 0.3)
+
+
+def test_a_topic_trigger_stores_the_message_it_held_when_the_bag_ends(
+    tmp_path: Path, memory: SpatioTemporalMemory
+) -> None:
+    """A topic trigger (each caption triggers) takes the last caption, newer than the last
+    odometry sample, and holds it for a later sample; the bag ends first: it is stored with
+    the pose known then (before, no last tick ran and it was lost)."""
+    config = bridge_config().model_copy(
+        update={"trigger": TriggerConfig(rate_hz=None, topic="/scene", type=STRING)}
+    )
+    messages = [odometry(T0 + k) for k in range(4)] + [caption(T0 + k + 0.5) for k in range(4)]
+    bag = write_bag(tmp_path / "bag", sorted(messages, key=lambda m: m[2]))
+    summary = replay_bag(bag, config, memory, progress=False)
+    assert [o.text for o in captions(memory)] == [f"the view at {k + 0.5:.2f} s" for k in range(4)]
+    assert summary.stats.awaited_pose >= 1
