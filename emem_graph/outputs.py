@@ -260,6 +260,23 @@ def record_entries(directory: Path, command: str, names: Iterable[str]) -> None:
     _write_json(marker, {"created_by": command, "entries": entries})
 
 
+def remove_recorded(directory: Path, command: str) -> None:
+    """Remove the entries ``command`` recorded making in its own ``directory`` (record_entries),
+    then the directory itself when nothing else is left in it. Anything else there is kept;
+    a directory without ``command``'s marker is left alone."""
+    given = Path(directory)
+    resolved = given.resolve()
+    marker = resolved / DIRECTORY_MARKER
+    recorded = _read_marker(marker, command) if resolved.is_dir() else None
+    if recorded is None:
+        return
+    _remove_entries(given, resolved, command, recorded)
+    _write_json(marker, {"created_by": command, "entries": []})
+    if [entry.name for entry in resolved.iterdir()] == [DIRECTORY_MARKER]:
+        marker.unlink()
+        resolved.rmdir()
+
+
 def _read_marker(marker: Path, command: str) -> set[str] | None:
     """The entries the marker records as ``command``'s; None when it is not ``command``'s
     marker (or no marker at all)."""

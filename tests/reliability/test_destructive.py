@@ -177,6 +177,40 @@ def test_bench_refuses_a_memory_and_a_foreign_directory_before_any_work(site: Pa
     assert snapshot(site) == before
 
 
+def test_the_fleet_bench_refuses_a_memory_and_a_foreign_directory_before_any_work(
+    site: Path,
+) -> None:
+    # It used to create the directory whatever it held and remove it whole at the end.
+    from emem_graph.evals.bench.fleet import run_fleet_bench
+
+    before = snapshot(site)
+    for target in dir_targets(site):
+        with pytest.raises(InvalidInputError):
+            run_fleet_bench(1, 10, Path(target), queries=1, progress=False)
+    assert snapshot(site) == before
+
+
+def test_bench_again_keeps_what_it_did_not_make_in_its_own_directory(
+    site: Path, tmp_path: Path
+) -> None:
+    # A later run removed fixed scratch names (``raw``, ``floor``...) from its directory
+    # without a record of having made them; now it removes what its marker records, and
+    # refuses while anything else is there.
+    from emem_graph.evals.bench.run import run_bench
+
+    out = tmp_path / "scratch"
+    run_bench(200, out, repeats=1, progress=False, keep=True)
+    assert (out / DIRECTORY_MARKER).is_file() and (out / "raw").is_dir()
+    run_bench(200, out, repeats=1, progress=False, keep=True)  # replaces its own entries
+    (out / "notes.txt").write_text("mine\n")
+    with pytest.raises(InvalidInputError, match="no record of making"):
+        run_bench(200, out, repeats=1, progress=False)
+    assert (out / "notes.txt").read_text() == "mine\n"
+    (out / "notes.txt").unlink()
+    run_bench(200, out, repeats=1, progress=False)
+    assert not out.exists()
+
+
 def test_export_runs_again_onto_its_own_earlier_output_but_not_once_it_was_changed(
     site: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -223,3 +257,16 @@ def test_demo_runs_again_onto_its_own_earlier_demo_and_nowhere_else(
     with pytest.raises(InvalidInputError):
         run_demo(target, embedder=HashingEmbedder(384), rounds=1, echo=quiet, progress=False)
     assert snapshot(tmp_path) == before
+
+
+def test_the_fleet_bench_runs_and_removes_only_what_it_made(tmp_path: Path) -> None:
+    from emem_graph.evals.bench.fleet import run_fleet_bench
+
+    out = tmp_path / "fleet-bench"
+    figures = run_fleet_bench(2, 200, out, queries=2, progress=False, keep=True)
+    assert figures["robots"] == 2 and figures["replica_rows"] > 0
+    assert {"robot-0", "robot-1", "one-memory", "replica", "fleet"} <= {
+        entry.name for entry in out.iterdir()
+    }
+    run_fleet_bench(2, 200, out, queries=2, progress=False)  # replaces its own earlier run
+    assert not out.exists()

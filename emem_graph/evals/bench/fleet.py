@@ -15,7 +15,6 @@ requests.
 from __future__ import annotations
 
 import logging
-import shutil
 import socket
 import statistics
 import time
@@ -36,6 +35,7 @@ from emem_graph.fleet.replica_update import replicate
 from emem_graph.fleet.shared_table import SharedTable
 from emem_graph.ingest.embeddings import HashingEmbedder
 from emem_graph.memory import SpatioTemporalMemory
+from emem_graph.outputs import claim_directory, record_entries, remove_recorded
 
 MOTO = "moto"
 """The --fleet-uri that starts a local S3-compatible server (moto) for the run."""
@@ -57,7 +57,13 @@ def run_fleet_bench(
     Returns:
         The figures, by name (times in seconds unless the name says ms).
     """
-    out.mkdir(parents=True, exist_ok=True)
+    # Bench removes only what it made, in a directory it created (outputs.py).
+    claim_directory(out, "bench", replace=True)
+    record_entries(
+        out,
+        "bench",
+        [*(f"robot-{i}" for i in range(robots)), "one-memory", "replica", "replica-whole", "fleet"],
+    )
     embedder = HashingEmbedder(384)
     figures: dict[str, Any] = {"robots": robots, "observations_per_robot": n}
     with _location(uri, out) as (location, requests):
@@ -129,7 +135,7 @@ def run_fleet_bench(
             memory.semantic_search(asked[0])
             figures["one_memory_semantic_search_p50_ms"] = _p50(memory.semantic_search, asked)
     if not keep:
-        shutil.rmtree(out, ignore_errors=True)
+        remove_recorded(out, "bench")
     return figures
 
 

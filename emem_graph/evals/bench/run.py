@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +45,7 @@ from emem_graph.evals.bench.workload import (
     patrol_workload,
 )
 from emem_graph.ingest.embeddings import EmbeddingProvider, HashingEmbedder
-from emem_graph.outputs import DIRECTORY_MARKER, claim_directory
+from emem_graph.outputs import claim_directory, record_entries, remove_recorded
 
 SCRATCH = ("raw", "floor", "ours", "store", "emem", "model", "scale")
 WORKLOAD = "5 layers incl. body state, one observation every 0.4 s"
@@ -145,9 +144,8 @@ def run_bench(
         subjects.append(emem_subject(out / "emem", embedder, clock, batch_size))
     # Bench deletes its scratch subdirectories: only in a directory it created (or an empty
     # one), never inside a memory or in someone else's directory (outputs.py).
-    claim_directory(out, "bench", create=False)
-    _clean(out)
-    claim_directory(out, "bench")
+    claim_directory(out, "bench", replace=True)
+    record_entries(out, "bench", SCRATCH)
     try:
         work = patrol_workload(n, embedder=embedder, queries=repeats + 1, progress=progress)
         raw_bytes = save_raw_columns(work, out / "raw")
@@ -177,7 +175,7 @@ def run_bench(
         )
     finally:
         if not keep:
-            _clean(out)
+            remove_recorded(out, "bench")
     setup: dict[str, Any] = {
         "n": n,
         "dim": embedder.dim,
@@ -448,11 +446,3 @@ def _figures(
 
 def _bar(total: int, desc: str, progress: bool) -> tqdm[Any]:
     return tqdm(total=total, desc=desc, unit="call", disable=not progress, leave=False)
-
-
-def _clean(out: Path) -> None:
-    for name in SCRATCH:
-        shutil.rmtree(out / name, ignore_errors=True)
-    if out.is_dir() and [p.name for p in out.iterdir()] in ([], [DIRECTORY_MARKER]):
-        (out / DIRECTORY_MARKER).unlink(missing_ok=True)
-        out.rmdir()

@@ -21,8 +21,7 @@ from typing import Any
 from emem_graph.errors import EmemGraphError, InvalidInputError
 from emem_graph.evals.bench.compare import emem_version
 from emem_graph.evals.bench.report import SCALING_LIMIT, _num
-from emem_graph.evals.bench.run import _clean
-from emem_graph.outputs import claim_directory
+from emem_graph.outputs import claim_directory, record_entries, remove_recorded
 
 MAX_SCALES = 6
 Runner = Callable[[list[str]], str]
@@ -90,7 +89,8 @@ def run_scales(
     Returns:
         {"scales", "emem", "runs": [each scale's bench JSON with "memory" added], "scaling"}.
     """
-    claim_directory(out_dir, "bench")
+    claim_directory(out_dir, "bench", replace=True)
+    record_entries(out_dir, "bench", [f"n{n}" for n in scales])
     runs: list[dict[str, Any]] = []
     for n in scales:
         directory = out_dir / f"n{n}"
@@ -118,10 +118,10 @@ def run_scales(
             )
         finally:
             if not keep:
-                _clean(directory)
+                remove_recorded(directory, "bench")
         runs.append(result)
     if not keep:
-        _clean(out_dir)
+        remove_recorded(out_dir, "bench")
     return {
         "scales": list(scales),
         "emem": emem_version(),
