@@ -10,7 +10,8 @@ GROUNDED_AS the world entities they are, so a request for "my favorite cup" can 
 Ways in: the structured API (``add_object_semantics``, ``add_user_pattern``: no LLM needed) and
 ``update_from_instruction`` (the LLM's JSON extraction when one is configured, otherwise the
 rule-based parser). Way out: the ``user_profile`` tool, and alias resolution for ``locate`` and
-``recall`` (``resolve_concept``).
+``recall`` (``resolve_concept``). The write an instruction makes is built in instruction_write.py;
+which knowledge a text names is found in lookup.py.
 """
 
 from __future__ import annotations
@@ -29,31 +30,22 @@ from emem_graph import validation
 from emem_graph.errors import BackendUnavailableError, InvalidInputError
 from emem_graph.gate import gate_of, while_open
 from emem_graph.profile import grounding, inputs, parse
+from emem_graph.profile.instruction_write import describe, knowledge_write
 from emem_graph.profile.llm import ProfileLLM, extract_instruction, profile_llm_for
-from emem_graph.profile.matching import (
-    ALIAS_THRESHOLD,
-    conflicts,
-    cosine,
-    same_thing,
-    strip_possessive,
-)
+from emem_graph.profile.lookup import concept_names, existing_knowledge, ranked_hits, says_whose
 from emem_graph.profile.models import (
     OBJECT_SEMANTICS,
     USER_PATTERN,
     Instruction,
     KnowledgeNode,
-    LocationSpec,
     ObjectSpec,
     ProfileHit,
     ProfileUpdate,
     StepSpec,
 )
-from emem_graph.profile.render import render
 from emem_graph.profile.schemas import DEFAULT_K
 from emem_graph.profile.storage import (
-    KnowledgeWrite,
     ProfileSnapshot,
-    as_list,
     read_snapshot,
     removal,
 )
@@ -67,18 +59,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SUBTYPE_BONUS = 0.1
-"""Added to the score of knowledge of the type a request was classified as (the right subgraph
-first; the other still answers when it matches much better)."""
-MENTION_BONUS = 0.15
-"""Added when the request names the alias word for word ("... my cozy evening")."""
-MIN_SCORE = 0.3
-"""Below this cosine similarity a knowledge node is not returned at all."""
-RESOLVE_THRESHOLD = 0.75
-"""Cosine similarity of a locate/recall concept and an alias from which the concept is read as
-that alias (the concept must also say whose: 'my', 'our', ...)."""
-
-_POSSESSIVE_RE = re.compile(r"\b(my|our|mine|his|her|their)\b", re.IGNORECASE)
 _USER_RE = re.compile(r"\s+")
 
 
@@ -317,7 +297,7 @@ class UserProfile:
             snapshot = self._read()
             found = None
             for subtype in (OBJECT_SEMANTICS, USER_PATTERN):
-                found = found or self._existing(snapshot, uid, subtype, alias)
+                found = found or existing_knowledge(snapshot, uid, subtype, alias, self._host.embed)
             if found is None:
                 return False
             self._store.apply(removal(found))
@@ -356,36 +336,7 @@ class UserProfile:
         k = inputs.count("k", k)
         self._refresh_grounding()
         with self._lock:
-            snapshot = self._read()
-            candidates = snapshot.knowledge_of(uid)
-            if not candidates:
-                return []
-            wanted = parse.classify_request(query)
-            vector = self._host.embed([query])[0]
-            aliases = np.stack([k.alias_vector for k in candidates])
-            contents = np.stack([k.content_vector for k in candidates])
-            scores = np.maximum(cosine(vector, aliases), cosine(vector, contents))
-            lowered = " ".join(query.lower().split())
-            ranked: list[tuple[float, KnowledgeNode]] = []
-            for knowledge, score in zip(candidates, scores, strict=True):
-                if score < MIN_SCORE:
-                    continue
-                total = float(score)
-                if wanted is not None and knowledge.subtype == wanted:
-                    total += SUBTYPE_BONUS
-                if strip_possessive(knowledge.alias).lower() in lowered:
-                    total += MENTION_BONUS
-                ranked.append((total, knowledge))
-            ranked.sort(key=lambda pair: -pair[0])
-            return [
-                ProfileHit(
-                    knowledge=knowledge,
-                    user_name=snapshot.users.get(knowledge.user_id, knowledge.user_id),
-                    score=score,
-                    description=render(knowledge, snapshot),
-                )
-                for score, knowledge in ranked[:k]
-            ]
+            return ranked_hits(self._read(), uid, query, k, self._host.embed)
 
     @tool_method
     def user_profile(self, query: str, user: str | None = None, k: int = 3) -> str:
@@ -410,32 +361,13 @@ class UserProfile:
         -> the grounded entity's name ("yellow cup"), or the object's own phrase when it is not
         grounded. None when the concept names no alias (it must say whose: 'my', 'our', ...).
         Aliases of ``current_user`` only, when it is set."""
-        if not isinstance(concept, str) or not _POSSESSIVE_RE.search(concept):
+        if not says_whose(concept):
             return None
         self._refresh_grounding()
         with self._lock:
             snapshot = self._read()
             uid = None if self._current_user is None else self._uid(self._current_user)
-            candidates = [k for k in snapshot.knowledge_of(uid, OBJECT_SEMANTICS) if k.object_ids]
-            if not candidates:
-                return None
-            lowered = " ".join(concept.lower().split())
-            mentioned = [k for k in candidates if strip_possessive(k.alias).lower() in lowered]
-            if mentioned:
-                best = max(mentioned, key=lambda k: len(k.alias))
-            else:
-                vector = self._host.embed([concept])[0]
-                scores = cosine(vector, np.stack([k.alias_vector for k in candidates]))
-                index = int(np.argmax(scores))
-                if scores[index] < RESOLVE_THRESHOLD:
-                    return None
-                best = candidates[index]
-            names: list[str] = []
-            for object_id in best.object_ids:
-                obj = snapshot.objects.get(object_id)
-                if obj is not None:
-                    names.append(obj.groundings[0].name if obj.groundings else obj.name)
-            return " and ".join(dict.fromkeys(names)) or None
+            return concept_names(snapshot, uid, concept, self._host.embed)
 
     # --- grounding -----------------------------------------------------------------------------
 
@@ -518,33 +450,10 @@ class UserProfile:
             self._snapshot = read_snapshot(self._store, self._dim)
         return self._snapshot
 
-    def _existing(
-        self,
-        snapshot: ProfileSnapshot,
-        uid: str,
-        subtype: str,
-        alias: str,
-        vector: np.ndarray | None = None,
-    ) -> KnowledgeNode | None:
-        own = snapshot.knowledge_of(uid, subtype)
-        if not own:
-            return None
-        wanted = " ".join(alias.lower().split())
-        for knowledge in own:
-            if " ".join(knowledge.alias.lower().split()) == wanted:
-                return knowledge
-        if vector is None:
-            vector = self._host.embed([alias])[0]
-        scores = cosine(vector, np.stack([k.alias_vector for k in own]))
-        index = int(np.argmax(scores))
-        if scores[index] >= ALIAS_THRESHOLD and not conflicts(alias, own[index].alias):
-            return own[index]
-        return None
-
     def _write(self, user: str, instruction: Instruction, source: str) -> ProfileUpdate:
         uid = self._uid(user)
         now = float(self._clock())
-        description = instruction.description or _describe(instruction)
+        description = instruction.description or describe(instruction)
         if instruction.subtype == OBJECT_SEMANTICS:
             content = [description] + [spec.text for spec in instruction.objects]
         else:
@@ -557,8 +466,13 @@ class UserProfile:
         vectors = dict(zip(unique, self._host.embed(unique), strict=True))
         with self._lock:
             snapshot = self._read()
-            existing = self._existing(
-                snapshot, uid, instruction.subtype, instruction.alias, vectors[instruction.alias]
+            existing = existing_knowledge(
+                snapshot,
+                uid,
+                instruction.subtype,
+                instruction.alias,
+                self._host.embed,
+                vectors[instruction.alias],
             )
             knowledge_id = existing.id if existing is not None else uuid.uuid4().hex
             update = ProfileUpdate(
@@ -568,172 +482,19 @@ class UserProfile:
                 alias=instruction.alias,
                 source=source,
             )
-            nodes = _NodeChooser(vectors, snapshot, uid, update)
-            write = KnowledgeWrite(
-                user=(uid, " ".join(user.split()), now),
-                knowledge={},
-                replace=existing is not None,
+            write = knowledge_write(
+                instruction,
+                update,
+                existing,
+                snapshot,
+                vectors,
+                (uid, " ".join(user.split()), now),
+                description,
+                content,
             )
-            if instruction.subtype == OBJECT_SEMANTICS:
-                for spec in instruction.objects:
-                    write.composed.append(nodes.object_id(spec))
-            else:
-                for step_number, step in enumerate(instruction.steps):
-                    pattern_id = uuid.uuid4().hex
-                    for position, argument in enumerate(step.arguments):
-                        if isinstance(argument.spec, ObjectSpec):
-                            node = nodes.object_id(argument.spec)
-                        else:
-                            node = nodes.location_id(argument.spec)
-                        write.targets.append((pattern_id, argument.kind, node, position))
-                    write.patterns.append(
-                        {
-                            "knowledge_id": knowledge_id,
-                            "id": pattern_id,
-                            "step": step_number,
-                            "action": step.action,
-                            "arguments": _arguments_json(step),
-                            "text": step.text,
-                        }
-                    )
-            write.objects, write.locations = nodes.new_objects, nodes.new_locations
-            alias_vector = vectors[instruction.alias]
-            content_vector = vectors[" ".join(content)]
-            write.knowledge = {
-                "user_id": uid,
-                "id": knowledge_id,
-                "subtype": instruction.subtype,
-                "alias": instruction.alias,
-                "description": description,
-                "content": "; ".join(content[1:]),
-                "created_at": existing.created_at if existing is not None else now,
-                "updated_at": now,
-                "alias_vector": as_list(alias_vector),
-                "content_vector": as_list(content_vector),
-            }
             self._store.apply(write.change())
             self._snapshot = None
             touched = set(write.composed)
             touched.update(node for _, kind, node, _ in write.targets if kind == "object")
             self._refresh_grounding(touched)
         return update
-
-
-class _NodeChooser:
-    """Picks, for each object or place phrase of one instruction, an existing node of the user
-    that names the same thing (matching.same_thing) or a new node (shared within the
-    instruction: "the candle" twice is one node)."""
-
-    def __init__(
-        self,
-        vectors: dict[str, np.ndarray],
-        snapshot: ProfileSnapshot,
-        uid: str,
-        update: ProfileUpdate,
-    ) -> None:
-        self._vectors = vectors
-        self._uid = uid
-        self._update = update
-        self._objects: list[tuple[str, str, np.ndarray]] = [
-            (o.id, o.text, o.vector) for o in snapshot.objects_of(uid)
-        ]
-        self._locations: list[tuple[str, str, np.ndarray]] = [
-            (p.id, p.name, p.vector) for p in snapshot.locations_of(uid)
-        ]
-        self._names = {o.id: o.name for o in snapshot.objects_of(uid)}
-        self._names.update({p.id: p.name for p in snapshot.locations_of(uid)})
-        self._existing = set(self._names)
-        self.new_objects: list[dict[str, Any]] = []
-        self.new_locations: list[dict[str, Any]] = []
-
-    def object_id(self, spec: ObjectSpec) -> str:
-        vector = self._vectors[spec.text]
-        found = self._match(self._objects, spec.text, vector)
-        if found is not None:
-            return found
-        node_id = uuid.uuid4().hex
-        self.new_objects.append(
-            {
-                "id": node_id,
-                "user_id": self._uid,
-                "name": spec.name,
-                "attributes": _json(spec.attributes),
-                "granularity": spec.granularity,
-                "vector": as_list(vector),
-            }
-        )
-        self._objects.append((node_id, spec.text, vector))
-        self._names[node_id] = spec.name
-        self._update.created.append(spec.name)
-        return node_id
-
-    def location_id(self, spec: LocationSpec) -> str:
-        vector = self._vectors[spec.text]
-        found = self._match(self._locations, spec.name, vector)
-        if found is not None:
-            return found
-        node_id = uuid.uuid4().hex
-        self.new_locations.append(
-            {
-                "id": node_id,
-                "user_id": self._uid,
-                "name": spec.name,
-                "expression": spec.expression or spec.name,
-                "vector": as_list(vector),
-            }
-        )
-        self._locations.append((node_id, spec.name, vector))
-        self._names[node_id] = spec.name
-        self._update.created.append(spec.name)
-        return node_id
-
-    def _match(
-        self, pool: list[tuple[str, str, np.ndarray]], text: str, vector: np.ndarray
-    ) -> str | None:
-        if not pool:
-            return None
-        lowered = text.lower()
-        for node_id, node_text, _ in pool:
-            if node_text.lower() == lowered:
-                self._note(text, node_id)
-                return node_id
-        scores = cosine(vector, np.stack([v for _, _, v in pool]))
-        for index in np.argsort(-scores):
-            node_id, node_text, _ = pool[int(index)]
-            if same_thing(text, node_text, float(scores[index])):
-                self._note(text, node_id)
-                return node_id
-            if scores[index] < 0.5:
-                break
-        return None
-
-    def _note(self, text: str, node_id: str) -> None:
-        if node_id not in self._existing:
-            return  # named twice in this instruction: one new node, not a reuse
-        reuse = (text, self._names.get(node_id, node_id))
-        if reuse not in self._update.reused:
-            self._update.reused.append(reuse)
-
-
-def _describe(instruction: Instruction) -> str:
-    if instruction.subtype == OBJECT_SEMANTICS:
-        names = " and ".join(o.name for o in instruction.objects)
-        return f"{instruction.alias} is {names}"
-    steps = ", then ".join(s.text for s in instruction.steps)
-    return f"{instruction.alias}: {steps}"
-
-
-def _arguments_json(step: StepSpec) -> str:
-    return _json(
-        [
-            {"kind": a.kind, "name": a.spec.name}
-            | ({"expression": a.spec.expression} if isinstance(a.spec, LocationSpec) else {})
-            for a in step.arguments
-        ]
-    )
-
-
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value, ensure_ascii=False)
