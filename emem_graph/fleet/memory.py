@@ -31,7 +31,7 @@ from emem_graph.fleet.tools import dispatch, fleet_tool_definitions
 from emem_graph.models import Entity, Gist, Observation
 from emem_graph.retrieval.formatting import format_record, numbered
 from emem_graph.retrieval.locate import estimate_location
-from emem_graph.retrieval.timeparse import parse_optional_time
+from emem_graph.retrieval.timeparse import parse_optional_time, parse_time_window
 
 log = logging.getLogger(__name__)
 
@@ -229,15 +229,17 @@ class FleetMemory:
         if order not in ("newest", "oldest"):
             raise InvalidInputError(f"order is 'newest' or 'oldest', got {order!r}")
         now = self._clock()
-        after = parse_optional_time(time_after, now, name="time_after")
+        after, before = parse_time_window(time_after, time_before, now)
         if last_n_minutes is not None:
             recent = now - float(last_n_minutes) * 60.0
             after = recent if after is None else max(after, recent)
+        if after is not None and before is not None and after > before:
+            return "No observations found."  # the last minutes end before time_before
         circle = _circle(near_x, near_y, spatial_radius)
         sign = -1.0 if order == "newest" else 1.0
         for kind in ("observation", "gist"):
             where = self._where(
-                robot, kinds=(kind,), layer=layer, time_after=after, time_before=time_before
+                robot, kinds=(kind,), layer=layer, time_after=after, time_before=before
             )
             rows = self._rows(_and(where, circle))
             if rows:
@@ -403,8 +405,7 @@ class FleetMemory:
         if visible is None:
             return None
         now = self._clock()
-        after = parse_optional_time(time_after, now, name="time_after")
-        before = parse_optional_time(time_before, now, name="time_before")
+        after, before = parse_time_window(time_after, time_before, now)
         parts = [visible]
         if kinds is not None:
             parts.append(sql_in("kind", kinds))

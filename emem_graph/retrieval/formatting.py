@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime, timezone
@@ -21,6 +21,7 @@ from emem_graph.models import Entity, Episode, Gist, Observation
 Rendered = Observation | Gist | Entity | Episode
 """A record a tool's text shows."""
 R = TypeVar("R", Observation, Gist, Entity, Episode)
+Record = TypeVar("Record", bound=Observation | Gist | Entity)
 
 _collector: ContextVar[tuple[list[Rendered], set[tuple[str, str]]] | None] = ContextVar(
     "emem_rendered_records", default=None
@@ -263,6 +264,28 @@ def collapse_records(
         times = [_time_of(r) for r in group]
         items.append((group[0], len(group), min(times), max(times)))
     return items
+
+
+LINE_FILL_MAX_RECORDS = 10_000
+"""At most this many records are read to fill a tool's n lines (records_for_lines)."""
+
+
+def records_for_lines(fetch: Callable[[int], Sequence[Record]], n_lines: int) -> Sequence[Record]:
+    """The first records ``fetch(k)`` gives, with k grown (n, 3n, 9n...) until they make
+    ``n_lines`` lines (collapse_records), ``fetch`` runs out, or LINE_FILL_MAX_RECORDS were read.
+
+    A robot repeats itself: forty copies of "a red cup on the table" at one spot are one line,
+    and asking for n records then answered fewer lines than the memory holds."""
+    asked = n_lines
+    records = fetch(asked)
+    while (
+        len(records) >= asked
+        and asked < LINE_FILL_MAX_RECORDS
+        and len(collapse_records(records)) < n_lines
+    ):
+        asked = min(LINE_FILL_MAX_RECORDS, asked * 3)
+        records = fetch(asked)
+    return records
 
 
 def format_collapsed(

@@ -87,6 +87,25 @@ def parse_optional_time(value: str | float | int | None, now: float, *, name: st
     return None if value is None else parse_time(value, now, name=name)
 
 
+def parse_time_window(
+    time_after: str | float | int | None, time_before: str | float | int | None, now: float
+) -> tuple[float | None, float | None]:
+    """The bounds of a tool's time window, each parsed as parse_optional_time().
+
+    Raises:
+        TimeParseError: a bound cannot be parsed, or the window ends before it starts (a
+            planner that swapped "-10m" and "-1h" is told so, not answered with nothing).
+    """
+    after = parse_optional_time(time_after, now, name="time_after")
+    before = parse_optional_time(time_before, now, name="time_before")
+    if after is not None and before is not None and after > before:
+        raise TimeParseError(
+            f"the time window is empty: time_after ({time_after!r}) is later than "
+            f"time_before ({time_before!r}); swap them"
+        )
+    return after, before
+
+
 def _seconds_ago(text: str) -> float | None:
     if text in _NAMED_AGO:
         return _NAMED_AGO[text]

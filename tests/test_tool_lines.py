@@ -1,0 +1,113 @@
+"""A tool answers n lines when the memory holds them, however often the robot repeated one
+text at one place, and a time window that ends before it starts is refused, not answered."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
+from emem_graph.errors import InvalidInputError
+from emem_graph.models import Gist
+from emem_graph.retrieval.formatting import LINE_FILL_MAX_RECORDS, records_for_lines
+
+T = 1_700_000_000.0
+
+
+@pytest.fixture
+def parked(tmp_path: Path) -> Iterator[SpatioTemporalMemory]:
+    """A robot parked in front of a table, captioning it every second (40 times), then five
+    other captions near the sink, and three observations around the table."""
+    config = MemoryConfig(
+        db_path=str(tmp_path / "mem"), maintenance_interval=None, entity_extraction=False
+    )
+    memory = SpatioTemporalMemory(
+        config=config, embedding_provider=HashingEmbedder(384), get_current_time=lambda: T + 1000
+    )
+    for i in range(40):
+        memory.add("a red cup on the table", 0.1, 0.1, timestamp=T + i, layer_name="captions")
+    for i in range(5):
+        memory.add(
+            f"a red cup number {i} near the sink",
+            5.0 + 2 * i,
+            0.0,
+            timestamp=T + 100 + i,
+            layer_name="captions",
+        )
+    for i, text in enumerate(["a blue chair", "a green plant", "an open door"]):
+        memory.add(text, 1.0, 0.2 + 0.5 * i, timestamp=T + 200 + i, layer_name="captions")
+    memory.flush()
+    yield memory
+    memory.close()
+
+
+def test_semantic_search_fills_n_lines_past_forty_copies_of_one_text(
+    parked: SpatioTemporalMemory,
+) -> None:
+    # It asked for n hits, then once for 3n: 40 copies filled both, and one line came back,
+    # "(x15, ...)", although six distinct lines matched.
+    lines = parked.semantic_search("red cup on the table", n_results=5).splitlines()
+    assert len(lines) == 5
+    assert "a red cup on the table (x40," in lines[0]
+
+
+def test_spatial_and_temporal_query_list_what_a_repeated_text_hid(
+    parked: SpatioTemporalMemory,
+) -> None:
+    # Both cut to n records before grouping: "1. a red cup on the table (x5, ...)" alone.
+    near = parked.spatial_query(0.0, 0.0, radius=2.0, n_results=5).splitlines()
+    assert len(near) == 4  # the table's caption and the three observations around it
+    assert "(x40," in near[0]
+    window = parked.temporal_query(time_after=T - 1, time_before=T + 50, n_results=5)
+    assert window.splitlines() == [window.splitlines()[0]] and "(x40," in window
+    recent = parked.temporal_query(time_after=T - 1, n_results=5).splitlines()
+    assert len(recent) == 5
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("semantic_search", {"query": "red cup"}),
+        ("spatial_query", {"x": 0.0, "y": 0.0}),
+        ("temporal_query", {}),
+        ("search_gists", {"query": "red cup"}),
+        ("locate", {"concept": "red cup"}),
+    ],
+)
+def test_a_time_window_that_ends_before_it_starts_is_refused_in_one_line(
+    parked: SpatioTemporalMemory, tool: str, args: dict[str, object]
+) -> None:
+    # A planner that swapped the bounds was answered with the gists spanning the window.
+    with pytest.raises(InvalidInputError, match=r"time window is empty.*swap them"):
+        getattr(parked, tool)(time_after=T + 150, time_before=T + 50, **args)
+    answer = parked.dispatch_tool_call(tool, {**args, "time_after": "-10m", "time_before": "-1h"})
+    assert "time window is empty" in answer and len(answer.splitlines()) == 1
+
+
+def test_the_last_minutes_ending_before_time_before_are_an_empty_answer(
+    parked: SpatioTemporalMemory,
+) -> None:
+    # Not an error: the caller asked for the last 5 minutes, all of it after time_before.
+    assert parked.temporal_query(last_n_minutes=5, time_before=T + 10) == "No observations found."
+
+
+def test_filling_lines_stops_when_the_records_run_out_or_at_the_bound() -> None:
+    same = Gist(id="g", text="same", x=0.0, y=0.0, time_start=T, time_end=T)  # one line
+    asked: list[int] = []
+
+    def fifty(k: int) -> list[Gist]:
+        asked.append(k)
+        return [same] * min(k, 50)
+
+    assert len(records_for_lines(fifty, 10)) == 50
+    assert asked == [10, 30, 90]
+
+    def endless(k: int) -> list[Gist]:
+        asked.append(k)
+        return [same] * k
+
+    asked.clear()
+    assert len(records_for_lines(endless, 10)) == LINE_FILL_MAX_RECORDS
+    assert asked[-1] == LINE_FILL_MAX_RECORDS
