@@ -27,7 +27,7 @@ from typing import Any
 from emem_graph.errors import EmemGraphError, InvalidInputError, StorageError
 from emem_graph.outputs import enclosing_memory
 from emem_graph.storage import open_registry
-from emem_graph.storage.graph import ENGINE_ENV, ENGINES, file_engine
+from emem_graph.storage.graph_engine import ENGINE_ENV, ENGINES, file_engine
 from emem_graph.storage.store import GRAPH_FILE, VECTOR_DIR
 
 CHILD_TIMEOUT_S = 3600.0

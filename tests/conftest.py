@@ -23,7 +23,7 @@ from emem_graph import (
     SentenceTransformerEmbedder,
     SpatioTemporalMemory,
 )
-from emem_graph.storage.graph import ENGINE_ENV, ENGINES, resolve_engine
+from emem_graph.storage.graph_engine import ENGINE_ENV, ENGINES, resolve_engine
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -18,13 +18,12 @@ from emem_graph.errors import (
     DatabaseLockedError,
     GraphEngineMismatchError,
 )
-from emem_graph.storage.graph import (
+from emem_graph.storage.graph import GraphDB, load_engine
+from emem_graph.storage.graph_engine import (
     DEFAULT_ENGINE,
     ENGINE_ENV,
     ENGINES,
-    GraphDB,
     file_engine,
-    load_engine,
     resolve_engine,
 )
 

@@ -267,7 +267,7 @@ def _keyword_hits_reference(store, query_terms, n, where):
     """keyword_hits as it was before its cuts: every tied observation and every matching gist
     and entity made a hit, all sorted by (score, id), cut at n."""
     from emem_graph.storage.keyword_index import KeywordHit, Matches, bm25
-    from emem_graph.storage.store import _best
+    from emem_graph.storage.ranking import best as _best
 
     others, columns = store.vectors.keyword_others()
     listed = columns.rows

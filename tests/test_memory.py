@@ -21,7 +21,7 @@ from emem_graph import (
     StorageError,
     VectorFilter,
 )
-from emem_graph.storage.graph import schema_version
+from emem_graph.storage.graph_schema import schema_version
 
 
 def wait_until(condition, timeout: float = 10.0) -> bool:

@@ -19,11 +19,11 @@ from stepped_memory import START, SteppedMemory
 
 from emem_graph.cli import main
 from emem_graph.errors import GraphEngineMismatchError
-from emem_graph.storage.graph import (
+from emem_graph.storage.graph import GraphDB
+from emem_graph.storage.graph_engine import (
     DEFAULT_ENGINE,
     ENGINE_ENV,
     ENGINES,
-    GraphDB,
     file_engine,
     resolve_engine,
 )

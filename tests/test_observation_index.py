@@ -543,7 +543,7 @@ def test_repeated_strings_are_held_once_and_read_back_alike() -> None:
     """Texts, source types, episode ids and metadata that repeat are one Python object per
     distinct value, whether loaded from the graph's Arrow rows (a dictionary encoding) or
     appended (the pool): the records read back equal the observations, None kept."""
-    from emem_graph.storage import observation_index as module
+    from emem_graph.storage import observation_columns as module
 
     rng = np.random.default_rng(13)
     observations = [_observation(i, float(i), rng) for i in range(300)]

@@ -1,4 +1,4 @@
-"""Reads kept between writes (storage/store.py GraphReads, keyed by GraphDB.generation) and the
+"""Reads kept between writes (storage/graph_reads.py GraphReads, by GraphDB.generation) and the
 gist-only search path: episode_summary and search_gists answer from what they kept until the
 graph's next write, and what they answer after a write is what a fresh memory answers."""
 

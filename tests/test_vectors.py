@@ -386,7 +386,7 @@ def test_the_open_check_in_one_call_reads_what_the_synchronous_calls_read(
         store = VectorStore(path, DIM, ann_min_rows=1_000)
         others = [
             (r.id, r.kind, r.vector.tobytes(), r.x, r.t, r.layer, r.tier, r.text)
-            for r in sorted(store._others.values(), key=lambda r: r.id)
+            for r in sorted(store._others.by_id.values(), key=lambda r: r.id)
         ]
         store.close()
         return store._ann_rows, others

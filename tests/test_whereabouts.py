@@ -14,7 +14,7 @@ import pytest
 
 from emem_graph import EntityPosition, MemoryConfig, SpatioTemporalMemory
 from emem_graph.consolidation import reads, whereabouts
-from emem_graph.storage.graph import schema_version
+from emem_graph.storage.graph_schema import schema_version
 
 QUIET = {
     "maintenance_interval": None,

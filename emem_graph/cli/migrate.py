@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from emem_graph.storage.graph import ENGINES
+from emem_graph.storage.graph_engine import ENGINES
 
 
 def add_migrate_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

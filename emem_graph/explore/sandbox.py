@@ -60,7 +60,8 @@ from emem_graph.explore.sandbox_wire import (
     send,
 )
 from emem_graph.resources import read_cypher
-from emem_graph.storage.graph import GraphDB, load_engine, resolve_engine
+from emem_graph.storage.graph import GraphDB, load_engine
+from emem_graph.storage.graph_engine import resolve_engine
 from emem_graph.storage.open_registry import held_read_write
 from emem_graph.storage.statement_runner import CypherResult
 

@@ -22,7 +22,8 @@ from emem_graph.errors import StorageError
 if TYPE_CHECKING:
     from emem_graph.models import Entity, EntityPosition
     from emem_graph.storage.graph import GraphTransaction
-    from emem_graph.storage.vectors import VectorRow, VectorStore
+    from emem_graph.storage.vector_schema import VectorRow
+    from emem_graph.storage.vectors import VectorStore
 
 Rows = list[dict[str, Any]]
 

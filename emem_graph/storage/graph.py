@@ -3,10 +3,12 @@ engine, LadybugDB 0.22 (``ladybug``, the default) or Kuzu 0.11.3 (``kuzu``, arch
 LadybugDB is its maintained fork), by the name the configuration chooses (statement_runner.py
 names kuzu's types only, for type checking).
 
-It opens the database (and maps Kuzu's open failures to emem_graph errors), creates or checks
-the schema, runs named reads, serialises write transactions, and gives a developer statement
-its own connection, worker thread and watchdog; what runs on that connection, and how its plan
-is checked, is storage/statement_runner.py."""
+It opens the database, creates or checks the schema, runs named reads, serialises write
+transactions, and gives a developer statement its own connection, worker thread and watchdog.
+Which engine runs is chosen in storage/graph_engine.py, the schema's text is read in
+storage/graph_schema.py, the engine's errors (its open failures among them) become emem_graph
+errors in storage/graph_errors.py; what runs on a developer statement's connection, and how its
+plan is checked, is storage/statement_runner.py."""
 
 from __future__ import annotations
 
@@ -14,8 +16,6 @@ import contextlib
 import importlib
 import importlib.util  # (kuzu's COPY FROM <arrow> needs importlib.util loaded)
 import logging
-import os
-import re
 import sys
 import threading
 import warnings
@@ -30,11 +30,7 @@ import pyarrow as pa
 
 from emem_graph.errors import (
     BackendUnavailableError,
-    ConfigError,
-    DamagedMemoryError,
-    DatabaseLockedError,
     EmemGraphError,
-    GraphEngineMismatchError,
     ReadOnlyMemoryError,
     RecoveryNeededError,
     SchemaVersionError,
@@ -42,6 +38,20 @@ from emem_graph.errors import (
 )
 from emem_graph.resources import read_cypher
 from emem_graph.storage import open_registry, probe
+from emem_graph.storage.graph_engine import ENGINES, refuse_other_engine, resolve_engine
+from emem_graph.storage.graph_errors import (
+    CHECKPOINT_DEFERRED,
+    ENGINE_ERRORS,
+    damaged_values,
+    engine_error,
+    open_error,
+)
+from emem_graph.storage.graph_schema import (
+    schema_statements,
+    schema_tables,
+    schema_version,
+    upgradable_versions,
+)
 from emem_graph.storage.statement_runner import CypherResult, run_read_only, statement_error
 
 if TYPE_CHECKING:
@@ -49,36 +59,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ENGINES = ("kuzu", "ladybug")
-"""The graph engines a memory runs on, by module name."""
-DEFAULT_ENGINE = "ladybug"
-"""The engine of a memory whose configuration and environment name none: LadybugDB, chosen by
-the measured table in docs/graph-engine.md (the whole suite passes on it, it lost nothing in
-the crash matrix, and it is maintained; Kuzu is archived). Memories written by Kuzu open with
-graph_engine="kuzu" / EMEM_GRAPH_ENGINE=kuzu, or are copied with ``emem-graph migrate``."""
-ENGINE_ENV = "EMEM_GRAPH_ENGINE"
-"""The environment variable naming the engine when the configuration names none."""
-_MAGIC = {b"KUZU": "kuzu", b"LBUG": "ladybug"}
 _ENGINE_OPTIONS: dict[str, dict[str, Any]] = {"ladybug": {"throw_on_wal_replay_failure": False}}
 """Options of one engine's Database. LadybugDB refuses to open a database whose write-ahead log
 is damaged unless told otherwise; Kuzu replays the log up to the damage and drops the rest,
 and the memory reports what was lost (its high-water mark, health.py) instead of refusing the
 whole memory: the same on both engines."""
-"""The first bytes of each engine's database file (their formats differ both ways)."""
-
-
-def resolve_engine(configured: str | None = None) -> str:
-    """The graph engine to use: the configured one, else EMEM_GRAPH_ENGINE, else the default
-    (DEFAULT_ENGINE: ladybug).
-
-    Raises:
-        ConfigError: the name is not one of ENGINES.
-    """
-    name = configured or os.environ.get(ENGINE_ENV, "").strip() or DEFAULT_ENGINE
-    if name not in ENGINES:
-        source = "graph_engine" if configured else ENGINE_ENV
-        raise ConfigError(f"{source}={name!r} is not a graph engine; use one of {ENGINES}")
-    return name
 
 
 def load_engine(name: str) -> ModuleType:
@@ -110,34 +95,6 @@ def load_engine(name: str) -> ModuleType:
         ) from exc
 
 
-def file_engine(path: Path) -> str | None:
-    """Which engine wrote the database file ``path`` (None: absent, empty or unknown)."""
-    try:
-        with open(path, "rb") as file:
-            return _MAGIC.get(file.read(4))
-    except OSError:
-        return None
-
-
-def refuse_other_engine(path: Path, engine: str) -> None:
-    """Refuse a database file written by another engine than ``engine``.
-
-    Raises:
-        GraphEngineMismatchError: it was (the formats are incompatible both ways).
-    """
-    written = file_engine(path)
-    if written is not None and written != engine:
-        memory = path.parent
-        raise GraphEngineMismatchError(
-            f"the memory {memory} was written by graph engine {written}, this process runs "
-            f"{engine}: set graph_engine={written!r} (or {ENGINE_ENV}={written}), or copy it "
-            f"with: emem-graph migrate {memory} NEW_DIR --engine {engine}"
-        )
-
-
-SCHEMA_NAME = "graph"
-CHECKPOINT_DEFERRED = "before checkpointing"
-"""In the error Kuzu raises at a COMMIT that committed but could not checkpoint."""
 COPY_MIN_ROWS = 5_000
 """From this many rows a node batch is written with COPY FROM Arrow (fixed cost ~20 ms, then
 ~100k rows/s) instead of UNWIND ... CREATE (~22k rows/s): the crossover measured here."""
@@ -151,77 +108,6 @@ Longer lists use the join."""
 _PK_LOOKUP_CHUNK = 32
 _PK_TABLES = frozenset({"Observation", "Episode", "Gist", "Entity"})
 
-_VERSION_RE = re.compile(r"^//\s*schema_version:\s*(\d+)\s*$", re.MULTILINE)
-
-
-def schema_version() -> int:
-    """The schema version declared in the header of schema/graph.cypher."""
-    match = _VERSION_RE.search(read_cypher("schema", SCHEMA_NAME))
-    if match is None:
-        raise StorageError("schema/graph.cypher has no '// schema_version: N' header")
-    return int(match.group(1))
-
-
-_UPGRADES_RE = re.compile(r"^//\s*upgrades_from:\s*([\d, ]+)\s*$", re.MULTILINE)
-
-
-def upgradable_versions() -> set[str]:
-    """Older schema versions this schema only adds tables to (``// upgrades_from: 1, 2``):
-    a memory of one of them is upgraded on open by creating the missing tables."""
-    match = _UPGRADES_RE.search(read_cypher("schema", SCHEMA_NAME))
-    if match is None:
-        return set()
-    return {part.strip() for part in match.group(1).split(",") if part.strip()}
-
-
-_TABLE_RE = re.compile(r"CREATE\s+(?:NODE|REL)\s+TABLE\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.I)
-
-
-def schema_tables() -> set[str]:
-    """The names of the tables schema/graph.cypher creates."""
-    return {m.group(1) for s in _schema_statements() if (m := _TABLE_RE.match(s))}
-
-
-def schema_statements() -> list[str]:
-    """The statements of schema/graph.cypher (each creates a table IF NOT EXISTS)."""
-    return _schema_statements()
-
-
-def _schema_statements() -> list[str]:
-    lines = [
-        line
-        for line in read_cypher("schema", SCHEMA_NAME).splitlines()
-        if not line.lstrip().startswith("//")
-    ]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
-
-
-ENGINE_ERRORS: tuple[type[Exception], ...] = (
-    RuntimeError,
-    IndexError,
-    KeyError,
-    ValueError,
-    OverflowError,
-)
-"""What Kuzu's C++ exceptions arrive as in Python: its own errors are RuntimeError, and
-pybind11 turns a standard library exception into IndexError (std::out_of_range, as
-"unordered_map::at" from a flipped catalog byte), ValueError (std::invalid_argument) or
-OverflowError. Every one of them from the engine is a storage failure, never a raw error."""
-
-READ_ONLY_REFUSAL = "read-only database"
-"""In the error Kuzu raises for a write on a database opened read-only ("Cannot execute write
-operations in a read-only database!")."""
-
-
-def _damaged_values(path: Path | None, what: str, exc: Exception) -> DamagedMemoryError:
-    """The error for values the graph engine read back damaged (text that is not UTF-8)."""
-    where = "the graph database" if path is None else f"graph database {path}"
-    detail = " ".join(str(exc).split())[:200]
-    return DamagedMemoryError(
-        f"{what}: {where} holds damaged values ({type(exc).__name__}: {detail}); restore the "
-        "memory's directory from a backup"
-    )
-
 
 def _arrow_of(result: Any, name: str) -> pa.Table:
     """A query result's rows as one Arrow table; the engine failing while it hands them over
@@ -229,21 +115,10 @@ def _arrow_of(result: Any, name: str) -> pa.Table:
     try:
         table: pa.Table = result.get_as_arrow()
     except UnicodeDecodeError as exc:
-        raise _damaged_values(None, f"graph query {name}", exc) from exc
+        raise damaged_values(None, f"graph query {name}", exc) from exc
     except ENGINE_ERRORS as exc:
         raise engine_error(f"graph query {name} failed reading its rows", exc) from exc
     return table
-
-
-def engine_error(what: str, exc: Exception) -> StorageError:
-    """The emem_graph error for an engine error: ReadOnlyMemoryError when Kuzu refused a write
-    because the database is open read-only, else a StorageError."""
-    if READ_ONLY_REFUSAL in str(exc):
-        return ReadOnlyMemoryError(
-            f"{what}: the graph engine refused a write, the memory is open read-only "
-            "(nothing written)"
-        )
-    return StorageError(f"{what}: {exc}")
 
 
 STATEMENT_GRACE_S = 0.25
@@ -388,27 +263,7 @@ class GraphDB:
             self._release()
             if isinstance(exc, EmemGraphError) or not isinstance(exc, ENGINE_ERRORS):
                 raise
-            if "Could not set lock" in str(exc):
-                # Kuzu: one read-write process and nobody else, or any number of read-only ones.
-                holder = "read-write" if read_only else "read-write or read-only"
-                raise DatabaseLockedError(
-                    f"graph database {path} is open {holder} in another process (Kuzu lets one "
-                    "process hold a database read-write and no other process open it meanwhile)"
-                ) from exc
-            if "with a different version" in str(exc):  # another release of the same engine
-                raise GraphEngineMismatchError(
-                    f"the memory {path.parent} was written by another storage version of "
-                    f"{self.engine} ({' '.join(str(exc).split())}): open it with the release "
-                    f"that wrote it and copy it with: emem-graph migrate {path.parent} NEW_DIR"
-                ) from exc
-            if "Cannot open file" in str(exc):  # the system refused (read-only, permissions)
-                raise StorageError(f"cannot open graph database {path}: {exc}") from exc
-            # Kuzu's words for a damaged file: "not a valid Kuzu database file", "Reading past
-            # the end of the file"...: the graph is the truth, only a backup brings it back.
-            raise DamagedMemoryError(
-                f"cannot open graph database {path} (damaged, or not a {self.engine} database): "
-                f"{' '.join(str(exc).split())}; restore the memory's directory from a backup"
-            ) from exc
+            raise open_error(path, exc, read_only=read_only, engine=self.engine) from exc
         self._write_lock = threading.Lock()
         self._local = threading.local()
         self._connections: list[kuzu.Connection] = []
@@ -466,7 +321,7 @@ class GraphDB:
             # One transaction for the tables and the facts: a process killed while creating the
             # memory leaves nothing or all of it, never tables without a schema_version.
             with self.write() as tx:
-                for statement in _schema_statements():
+                for statement in schema_statements():
                     tx.run_text(statement)
                 for key, value in {"schema_version": version, **info}.items():
                     tx.run("set_memory_info", {"key": key, "value": value})
@@ -485,7 +340,7 @@ class GraphDB:
             # one transaction, so a crash leaves the old version intact. (A memory of this
             # version lacking tables was made by a development build of it.)
             with self.write() as tx:
-                for statement in _schema_statements():
+                for statement in schema_statements():
                     tx.run_text(statement)
                 # Version 3: each entity of an older memory gets one open position.
                 tx.run("migrate_entity_positions")
@@ -742,7 +597,7 @@ class GraphDB:
         try:
             table.validate(full=True)
         except pa.ArrowInvalid as exc:
-            raise _damaged_values(self.path, what, exc) from exc
+            raise damaged_values(self.path, what, exc) from exc
         return table
 
     # --- writes --------------------------------------------------------------------------------
@@ -817,7 +672,7 @@ class GraphDB:
             names = last.get_column_names()
             rows = [dict(zip(names, row, strict=True)) for row in last.get_all()]
         except UnicodeDecodeError as exc:  # a damaged text (see _valid)
-            raise _damaged_values(None, "graph query", exc) from exc
+            raise damaged_values(None, "graph query", exc) from exc
         except ENGINE_ERRORS as exc:  # the engine failing while it hands the rows over
             raise engine_error("graph query failed reading its rows", exc) from exc
         finally:

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from emem_graph.resources import read_cypher
-from emem_graph.storage.graph import GraphTransaction, schema_tables
+from emem_graph.storage.graph import GraphTransaction
+from emem_graph.storage.graph_schema import schema_tables
 
 
 def set_nodes(tx: GraphTransaction, table: str, rows: pa.Table) -> int:

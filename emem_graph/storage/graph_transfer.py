@@ -11,7 +11,8 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from emem_graph.errors import StorageError
-from emem_graph.storage.graph import GraphDB, schema_statements
+from emem_graph.storage.graph import GraphDB
+from emem_graph.storage.graph_schema import schema_statements
 
 MANIFEST = "manifest.json"
 

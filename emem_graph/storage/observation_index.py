@@ -1,4 +1,5 @@
-"""ObservationIndex: every observation's columns in process memory, for area and time reads.
+"""ObservationIndex: the area, time-window and latest-reading reads on every observation's
+columns in process memory (the columns and their writes: storage/observation_columns.py).
 
 Kuzu has no secondary indexes: a filter on x, y or timestamp scans the column, and on this
 machine every statement costs ~1 ms before it reads a row and ~1 ms per node hydrated by primary
@@ -8,7 +9,8 @@ columns (no vectors) in NumPy arrays and lists, is rebuilt from the graph on ope
 every committed write: appends from the flush, tier changes and archival from GraphChanges. The
 graph stays the source of truth; the index is never written to disk.
 
-Area reads gather their candidate rows from a grid of cells (storage/cell_grid.py).
+A read works on the columns as they were when it began (storage/observation_snapshot.py); area
+reads gather their candidate rows from a grid of cells (storage/cell_grid.py).
 
 Memory: about 150 bytes per observation plus its text (~250 MB at 1M observations), and the
 vector sketch (storage/sketch.py) when the store keeps one.
@@ -16,30 +18,21 @@ vector sketch (storage/sketch.py) when the store keeps one.
 
 from __future__ import annotations
 
-import json
 import math
-import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from emem_graph.filters import VectorFilter
-from emem_graph.models import AGENT_NOTE, INTEROCEPTION, Observation, Tier, trusted
-from emem_graph.storage.cell_grid import CELL, CellGrid
+from emem_graph.models import AGENT_NOTE
+from emem_graph.storage.cell_grid import CELL
 from emem_graph.storage.keyword_index import KeywordIndex
-from emem_graph.storage.records import metadata_of
+from emem_graph.storage.observation_columns import ARCHIVED_CODE, ObservationColumns
+from emem_graph.storage.observation_snapshot import ObservationSnapshot, squared_distance
 from emem_graph.storage.release import release_free_memory
 from emem_graph.storage.sketch import VectorSketch
 
-TIERS: tuple[Tier, ...] = ("working", "short_term", "long_term", "archived")
-_TIER_CODE: dict[str, int] = {tier: code for code, tier in enumerate(TIERS)}
-_ARCHIVED = _TIER_CODE["archived"]
-_INITIAL_CAPACITY = 1024
 KEYWORD_BUILD_ROWS = 1 << 18
 """Rows the keyword index takes in one add() while it catches up (a first search after an open)."""
 KEYWORD_RELEASE_ROWS = 1 << 17
@@ -48,110 +41,12 @@ _GRID_SHARE = 0.25
 """An area read whose cells hold more than this share of all rows scans every row instead."""
 
 
-@dataclass(frozen=True)
-class _Snapshot:
-    """The first ``n`` rows of the numeric columns, as they were when the read began."""
-
-    n: int
-    x: np.ndarray
-    y: np.ndarray
-    t: np.ndarray
-    layer: np.ndarray
-    body: np.ndarray
-    tier: np.ndarray
-    sorted: bool = False
-    """Whether t never decreases from row to row (a robot writes in time order)."""
-    offset: int = 0
-    """Row of the whole index that row 0 here is (a time window's slice)."""
-
-    rows_of_whole: np.ndarray | None = None
-    """Rows of the whole index of each row here, when not a contiguous slice (take())."""
-
-    def rows(self, local: np.ndarray) -> np.ndarray:
-        """Rows of the whole index of these rows of the snapshot."""
-        if self.rows_of_whole is not None:
-            return self.rows_of_whole[local]
-        return local + self.offset
-
-    def take(self, local: np.ndarray) -> _Snapshot:
-        """These rows only (sorted row numbers of this snapshot)."""
-        return _Snapshot(
-            int(local.size),
-            self.x[local],
-            self.y[local],
-            self.t[local],
-            self.layer[local],
-            self.body[local],
-            self.tier[local],
-            False,
-            0,
-            self.rows(local),
-        )
-
-    def window(self, after: float | None, before: float | None) -> _Snapshot:
-        """The rows of [after, before] and maybe more: a slice found by bisection when the
-        rows are in time order (the caller still filters by time), else every row."""
-        if not self.sorted or (after is None and before is None):
-            return self
-        lo = 0 if after is None else int(np.searchsorted(self.t, after, side="left"))
-        hi = self.n if before is None else int(np.searchsorted(self.t, before, side="right"))
-        hi = max(lo, hi)
-        return _Snapshot(
-            hi - lo,
-            self.x[lo:hi],
-            self.y[lo:hi],
-            self.t[lo:hi],
-            self.layer[lo:hi],
-            self.body[lo:hi],
-            self.tier[lo:hi],
-            True,
-            self.offset + lo,
-        )
-
-
-class ObservationIndex:
+class ObservationIndex(ObservationColumns):
     """Observation columns in memory: area, time-window and latest-reading lookups, and records
     by id, without a graph statement. Thread-safe: one writer (the store's), many readers."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._n = 0
-        self._x = np.empty(_INITIAL_CAPACITY)
-        self._y = np.empty(_INITIAL_CAPACITY)
-        self._z = np.empty(_INITIAL_CAPACITY)
-        self._t = np.empty(_INITIAL_CAPACITY)
-        self._confidence = np.empty(_INITIAL_CAPACITY)
-        self._layer = np.empty(_INITIAL_CAPACITY, dtype=np.int32)
-        self._body = np.empty(_INITIAL_CAPACITY, dtype=bool)
-        self._tier = np.empty(_INITIAL_CAPACITY, dtype=np.int8)
-        self._ids: list[str] = []
-        self._texts: list[str | None] = []
-        self._sources: list[str] = []
-        self._episodes: list[str | None] = []
-        self._metadata: list[str | None] = []
-        self._row: dict[str, int] = {}
-        self._layer_code: dict[str, int] = {}
-        self._layer_names: list[str] = []
-        self._pool: dict[str, str] = {}
-        """One object per distinct text, source type, episode id and metadata appended
-        (_POOLED): a patrol repeats its texts and every observation of an episode holds the
-        same id."""
-        self._cells = CellGrid()
-        """Rows by grid cell: area reads look at the cells a circle covers, not at every
-        row (read and filled under ``_lock``)."""
-        self._sorted = True
-        """Whether every row so far came in time order (then windows are found by bisection
-        and latest readings by scanning back from the end, not by a pass over every row)."""
-        self._body_codes: set[int] = set()
-        self._keywords = KeywordIndex(by_row=False)  # searched by text (store.keyword_hits)
-        self._keyword_rows = 0
-        """Rows [0, _keyword_rows) are in _keywords (indexed when a keyword search asks)."""
-        self._keyword_lock = threading.Lock()
-        self._version = 0
-        """Changes with every write (rows added, a tier changed): reads keyed by it hold
-        until the next write."""
-        self._latest = -np.inf
-        """The latest observation time of any row."""
+        super().__init__()
         self._nearest_kept: tuple[tuple[Any, ...], VectorSketch, np.ndarray, np.ndarray] | None = (
             None
         )
@@ -160,109 +55,6 @@ class ObservationIndex:
         self.sketch: VectorSketch | None = None
         """int8 copies of the observation vectors by row (MemoryStore fills it when the
         area sketch is on); None when off."""
-
-    def __len__(self) -> int:
-        return self._n
-
-    @property
-    def version(self) -> tuple[int, float]:
-        """(a number that changes with every write to the index, the latest observation time
-        of any row): a read of the index keyed by it holds until the next write, and a read up
-        to a time past the latest observation answers as one up to that observation does."""
-        with self._lock:
-            return self._version, self._latest
-
-    # --- writes (the store's writer, after the graph commit) -----------------------------------
-
-    def load(self, table: pa.Table) -> None:
-        """Add the rows of an Arrow table with the Observation columns (id, text, x, y, z,
-        timestamp, layer, source_type, confidence, tier, episode_id, metadata)."""
-        if table.num_rows == 0:
-            return
-        # The graph returns its rows in storage order; in time order the index keeps its
-        # bisection and scan-from-the-end reads (a reopened 1M memory read its latest body
-        # state by a pass over every row: get_current_context 20 ms instead of a few).
-        table = table.sort_by([("timestamp", "ascending")])
-        # Each column's distinct values are made into Python objects once (a dictionary
-        # encoding), and coded once per distinct value, not per row.
-        with self._lock:
-            pool = self._pool
-            if len(pool) > _POOL_MAX:
-                pool.clear()
-            encoded = {name: _encoded(table.column(name)) for name in _ENCODED}
-            layers, layer_at = encoded["layer"]
-            sources, source_at = encoded["source_type"]
-            tiers, tier_at = encoded["tier"]
-            layer_codes = np.array([self._code(layer) for layer in layers], dtype=np.int32)
-            shared = {name: _shared(pool, encoded[name][0]) for name in _POOLED}
-        numbers = {
-            name: table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
-            for name in ("x", "y", "z", "timestamp", "confidence")
-        }
-        self._append_columns(
-            ids=table.column("id").to_pylist(),
-            texts=_expanded(shared["text"], encoded["text"][1]),
-            x=numbers["x"],
-            y=numbers["y"],
-            z=numbers["z"],
-            t=numbers["timestamp"],
-            confidence=numbers["confidence"],
-            layer_codes=layer_codes[layer_at],
-            body=np.array([source == INTEROCEPTION for source in sources], dtype=bool)[source_at],
-            tier_codes=np.array([_TIER_CODE[tier] for tier in tiers], dtype=np.int8)[tier_at],
-            sources=_expanded(shared["source_type"], source_at),
-            episodes=_expanded(shared["episode_id"], encoded["episode_id"][1]),
-            metadata=_expanded(shared["metadata"], encoded["metadata"][1]),
-        )
-
-    def append(self, observations: Sequence[Observation], tier: Tier = "short_term") -> None:
-        """Add observations just committed to the graph (with the tier they were stored with)."""
-        if not observations:
-            return
-        with self._lock:
-            pool = self._pool
-            if len(pool) > _POOL_MAX:
-                pool.clear()
-            layer_codes = np.array([self._code(o.layer_name) for o in observations], dtype=np.int32)
-            texts = _shared(pool, [o.text for o in observations])
-            sources = _shared(pool, [o.source_type for o in observations])
-            episodes = _shared(pool, [o.episode_id for o in observations])
-            metadata = _shared(pool, [json.dumps(o.metadata) for o in observations])
-        self._append_columns(
-            ids=[o.id for o in observations],
-            texts=texts,
-            x=np.array([o.x for o in observations], dtype=np.float64),
-            y=np.array([o.y for o in observations], dtype=np.float64),
-            z=np.array([o.z for o in observations], dtype=np.float64),
-            t=np.array([o.timestamp for o in observations], dtype=np.float64),
-            confidence=np.array([o.confidence for o in observations], dtype=np.float64),
-            layer_codes=layer_codes,
-            body=np.array([source == INTEROCEPTION for source in sources], dtype=bool),
-            tier_codes=np.full(len(observations), _TIER_CODE[tier], dtype=np.int8),
-            sources=sources,
-            episodes=episodes,
-            metadata=metadata,
-        )
-
-    def set_tier(self, ids: Iterable[str], tier: str) -> None:
-        """Record a tier change committed to the graph; archival also drops the text."""
-        code = _TIER_CODE[tier]
-        with self._lock:
-            rows = [row for node_id in ids if (row := self._row.get(node_id)) is not None]
-            if not rows:
-                return
-            # Copy on write: readers keep the tier column they took with their snapshot (a
-            # snapshot used to copy the column instead: 1 MB per read at 1M rows).
-            tiers = self._tier.copy()
-            tiers[rows] = code
-            self._tier = tiers
-            self._version += 1
-            if code == _ARCHIVED:
-                for row in rows:
-                    self._texts[row] = None
-        if code == _ARCHIVED:
-            with self._keyword_lock:  # rows not indexed yet are skipped when they are (no text)
-                self._keywords.remove([row for row in rows if row < self._keyword_rows])
 
     # --- reads ---------------------------------------------------------------------------------
 
@@ -287,68 +79,6 @@ class ObservationIndex:
                 release_free_memory()
             return self._keywords
 
-    def id_of(self, row: int) -> str:
-        """The id of the observation at index row ``row``."""
-        return self._ids[row]
-
-    def admitted(self, rows: np.ndarray, where: VectorFilter | None) -> np.ndarray:
-        """A mask over ``rows`` (index rows): True where the observation passes ``where``,
-        computed as VectorFilter.admits_row computes it (time is a point: t == t_end)."""
-        snap = self._snapshot()  # rows come from keywords(): all below snap.n
-        mask = np.ones(rows.shape[0], dtype=bool)
-        if where is None or rows.shape[0] == 0:
-            return mask
-        if where.kinds is not None and "observation" not in where.kinds:
-            return np.zeros(rows.shape[0], dtype=bool)
-        tiers = snap.tier[rows]
-        if where.tiers is not None:
-            mask &= np.isin(tiers, [_TIER_CODE[t] for t in where.tiers if t in _TIER_CODE])
-        if where.exclude_tiers:
-            mask &= ~np.isin(tiers, [_TIER_CODE[t] for t in where.exclude_tiers if t in _TIER_CODE])
-        if where.layers is not None:
-            codes = [self._layer_code[name] for name in where.layers if name in self._layer_code]
-            mask &= np.isin(snap.layer[rows], codes)
-        if where.time_after is not None:
-            mask &= snap.t[rows] >= where.time_after
-        if where.time_before is not None:
-            mask &= snap.t[rows] <= where.time_before
-        xs, ys = snap.x[rows], snap.y[rows]
-        if where.box is not None:
-            xmin, xmax, ymin, ymax = where.box
-            mask &= (xs >= xmin) & (xs <= xmax) & (ys >= ymin) & (ys <= ymax)
-        if where.center is not None and where.radius is not None:
-            cx, cy, r = float(where.center[0]), float(where.center[1]), float(where.radius)
-            with np.errstate(over="ignore", invalid="ignore"):
-                mask &= (xs - cx) * (xs - cx) + (ys - cy) * (ys - cy) <= r * r
-        if where.source_types is None and set(where.exclude_source_types or ()) == {INTEROCEPTION}:
-            # The perception filter: the body column says it for every row at once (a
-            # source-type list per row cost 2 ms at 20k rows).
-            mask &= ~snap.body[rows]
-        elif where.source_types is not None or where.exclude_source_types:
-            sources = np.array([self._sources[row] for row in rows.tolist()], dtype=object)
-            if where.source_types is not None:
-                mask &= np.isin(sources, list(where.source_types))
-            if where.exclude_source_types:
-                mask &= ~np.isin(sources, list(where.exclude_source_types))
-        if where.episode_id is not None:
-            mask &= np.array([self._episodes[row] == where.episode_id for row in rows.tolist()])
-        return mask
-
-    def rows_of(self, ids: Sequence[str]) -> np.ndarray:
-        """The index rows of these observations (-1 for an id not in the index)."""
-        with self._lock:
-            return np.array([self._row.get(i, -1) for i in ids], dtype=np.int64)
-
-    def times_of(self, ids: Sequence[str]) -> np.ndarray:
-        """The timestamps of these observations (NaN for an id not in the index)."""
-        with self._lock:
-            rows = np.array([self._row.get(i, -1) for i in ids], dtype=np.int64)
-            t = self._t[: self._n]
-        found = np.full(rows.size, np.nan)
-        known = rows >= 0
-        found[known] = t[rows[known]]
-        return found
-
     def count_since(self, time: float) -> int:
         """How many rows (archived ones too) are of ``time`` or later."""
         snap = self._snapshot()
@@ -360,7 +90,7 @@ class ObservationIndex:
         """A mask over every row (archived ones too): True where the observation lies within
         ``radius`` of (x, y)."""
         snap = self._snapshot()
-        inside: np.ndarray = _squared_distance(snap, x, y) <= radius * radius
+        inside: np.ndarray = squared_distance(snap, x, y) <= radius * radius
         return inside
 
     def near(
@@ -408,7 +138,7 @@ class ObservationIndex:
             return []
         if circle is not None:
             cx, cy, radius = circle
-            mask &= _squared_distance(snap, cx, cy) <= radius * radius
+            mask &= squared_distance(snap, cx, cy) <= radius * radius
         rows = np.flatnonzero(mask)
         if rows.size == 0:
             return []
@@ -459,7 +189,7 @@ class ObservationIndex:
         if local is None:
             return None
         part = snap.take(local)
-        inside = np.flatnonzero(_squared_distance(part, x, y) <= radius * radius)
+        inside = np.flatnonzero(squared_distance(part, x, y) <= radius * radius)
         return part.rows(inside).astype(np.int64, copy=False)
 
     def latest_within(
@@ -534,7 +264,7 @@ class ObservationIndex:
                 body_codes = set(self._body_codes)
             wanted = body_codes & set(codes) if layers else body_codes
             return self._latest_from_the_end(snap, wanted)
-        mask = snap.body & (snap.tier != _ARCHIVED)
+        mask = snap.body & (snap.tier != ARCHIVED_CODE)
         if layers:
             mask &= np.isin(snap.layer, codes)
         latest: dict[int, int] = {}
@@ -546,7 +276,7 @@ class ObservationIndex:
         by_name = sorted((self._layer_names[code], row) for code, row in latest.items())
         return [self._ids[row] for _, row in by_name]
 
-    def _latest_from_the_end(self, snap: _Snapshot, wanted: set[int]) -> list[str]:
+    def _latest_from_the_end(self, snap: ObservationSnapshot, wanted: set[int]) -> list[str]:
         """latest_body_state over rows in time order: the last readable row of each wanted
         layer is its latest (the later write among equal times, as the full pass picks),
         found by scanning back from the end in growing blocks."""
@@ -556,7 +286,7 @@ class ObservationIndex:
             lo = max(0, hi - block)
             missing = np.array(sorted(wanted - latest.keys()), dtype=snap.layer.dtype)
             layer = snap.layer[lo:hi]
-            mask = snap.body[lo:hi] & (snap.tier[lo:hi] != _ARCHIVED) & np.isin(layer, missing)
+            mask = snap.body[lo:hi] & (snap.tier[lo:hi] != ARCHIVED_CODE) & np.isin(layer, missing)
             rows = np.flatnonzero(mask)[::-1]  # newest first
             codes, first = np.unique(layer[rows], return_index=True)
             for code, at in zip(codes.tolist(), first.tolist(), strict=True):
@@ -579,39 +309,11 @@ class ObservationIndex:
         return None
         return np.array([snap.x[row], snap.y[row], self._z[row]], dtype=np.float64)
 
-    def records(self, ids: Sequence[str]) -> dict[str, Observation]:
-        """Observation records of the ids the index holds (new objects; unknown ids left out)."""
-        found: dict[str, Observation] = {}
-        with self._lock:
-            for node_id in ids:
-                row = self._row.get(node_id)
-                if row is None or node_id in found:
-                    continue
-                metadata = self._metadata[row]
-                found[node_id] = trusted(
-                    Observation,
-                    {
-                        "id": node_id,
-                        "text": self._texts[row] or "",
-                        "x": float(self._x[row]),
-                        "y": float(self._y[row]),
-                        "z": float(self._z[row]),
-                        "timestamp": float(self._t[row]),
-                        "layer_name": self._layer_names[int(self._layer[row])],
-                        "source_type": self._sources[row],
-                        "confidence": float(self._confidence[row]),
-                        "episode_id": self._episodes[row],
-                        "metadata": metadata_of(metadata),
-                        "tier": TIERS[int(self._tier[row])],
-                    },
-                )
-        return found
-
     # --- internals -----------------------------------------------------------------------------
 
     def _ring_candidates(
         self,
-        snap: _Snapshot,
+        snap: ObservationSnapshot,
         x: float,
         y: float,
         radius: float,
@@ -691,7 +393,7 @@ class ObservationIndex:
 
     def _inside(
         self,
-        snap: _Snapshot,
+        snap: ObservationSnapshot,
         x: float,
         y: float,
         radius: float,
@@ -700,7 +402,7 @@ class ObservationIndex:
         """The rows of ``snap`` that pass ``filters`` (layer, time_after, time_before,
         include_body_state; never archived) and lie within ``radius`` of (x, y), and the
         squared distance of every row of ``snap``."""
-        d2 = _squared_distance(snap, x, y)
+        d2 = squared_distance(snap, x, y)
         mask = self._filter(snap, *filters)
         if mask is None:  # an unknown layer: nothing passes
             return np.empty(0, dtype=np.int64), d2
@@ -718,7 +420,9 @@ class ObservationIndex:
             return None
         return x0, x1, y0, y1
 
-    def _in_cells(self, snap: _Snapshot, x: float, y: float, radius: float) -> np.ndarray | None:
+    def _in_cells(
+        self, snap: ObservationSnapshot, x: float, y: float, radius: float
+    ) -> np.ndarray | None:
         """Rows of ``snap`` (sorted) in the grid cells a circle covers; None when they are too
         many for the grid to pay (then every row is scanned)."""
         if snap.rows_of_whole is not None or snap.n == 0:
@@ -773,7 +477,7 @@ class ObservationIndex:
             return None
         xs, ys, ts, layers, body, tier = columns
         t = ts[rows]
-        keep = tier[rows] != _ARCHIVED
+        keep = tier[rows] != ARCHIVED_CODE
         if time_after is not None:
             keep &= t >= time_after
         if time_before is not None:
@@ -788,29 +492,15 @@ class ObservationIndex:
             inside = (xs[rows] - x) ** 2 + (ys[rows] - y) ** 2 <= radius * radius
         return (float(t[inside].max()) if inside.any() else None,)
 
-    def _snapshot(self) -> _Snapshot:
-        with self._lock:
-            n = self._n
-            return _Snapshot(
-                n,
-                self._x[:n],
-                self._y[:n],
-                self._t[:n],
-                self._layer[:n],
-                self._body[:n],
-                self._tier[:n],
-                self._sorted,
-            )
-
     def _filter(
         self,
-        snap: _Snapshot,
+        snap: ObservationSnapshot,
         layer: str | None,
         time_after: float | None,
         time_before: float | None,
         include_body_state: bool,
     ) -> np.ndarray | None:
-        mask = snap.tier != _ARCHIVED
+        mask = snap.tier != ARCHIVED_CODE
         if layer is not None:
             code = self._layer_code.get(layer)
             if code is None:
@@ -823,116 +513,3 @@ class ObservationIndex:
         if not include_body_state:
             mask &= ~snap.body
         return mask
-
-    def _append_columns(
-        self,
-        *,
-        ids: list[str],
-        texts: list[Any],
-        x: np.ndarray,
-        y: np.ndarray,
-        z: np.ndarray,
-        t: np.ndarray,
-        confidence: np.ndarray,
-        layer_codes: np.ndarray,
-        body: np.ndarray,
-        tier_codes: np.ndarray,
-        sources: list[Any],
-        episodes: list[Any],
-        metadata: list[Any],
-    ) -> None:
-        """Add rows whose strings are the pool's objects already (load and append share
-        them) and whose layers and tiers are coded."""
-        count = len(ids)
-        with self._lock:
-            start = self._n
-            self._reserve(start + count)
-            end = start + count
-            self._x[start:end] = x
-            self._y[start:end] = y
-            self._z[start:end] = z
-            self._t[start:end] = t
-            self._confidence[start:end] = confidence
-            self._layer[start:end] = layer_codes
-            self._body[start:end] = body
-            self._tier[start:end] = tier_codes
-            if self._sorted and count:
-                previous = self._t[start - 1] if start else -np.inf
-                self._sorted = bool(t[0] >= previous and np.all(t[1:] >= t[:-1]))
-            self._cells.add(start, x, y)
-            self._body_codes.update(int(code) for code in np.unique(layer_codes[body]))
-            self._ids.extend(ids)
-            self._texts.extend(texts)
-            self._sources.extend(sources)
-            self._episodes.extend(episodes)
-            self._metadata.extend(metadata)
-            self._row.update(zip(ids, range(start, end), strict=True))
-            self._n = end
-            if count:
-                self._latest = max(self._latest, float(np.max(t)))
-            self._version += 1
-
-    def _reserve(self, size: int) -> None:
-        # Readers keep the arrays they took with their snapshot: growing makes new arrays and
-        # never writes into an old one past a reader's n.
-        capacity = self._x.shape[0]
-        if size <= capacity:
-            return
-        capacity = max(size, 2 * capacity)
-        for name in ("_x", "_y", "_z", "_t", "_confidence", "_layer", "_body", "_tier"):
-            old = getattr(self, name)
-            new = np.empty(capacity, dtype=old.dtype)
-            new[: self._n] = old[: self._n]
-            setattr(self, name, new)
-
-    def _code(self, layer: str) -> int:
-        code = self._layer_code.get(layer)
-        if code is None:
-            code = len(self._layer_names)
-            self._layer_code[layer] = code
-            self._layer_names.append(layer)
-        return code
-
-
-def _squared_distance(snap: _Snapshot, x: float, y: float) -> np.ndarray:
-    """Squared distance of every row of ``snap`` to (x, y). Coordinates up to 1e308 are
-    accepted: far apart, the square overflows to inf (never within a radius), quietly, as
-    the graph's own arithmetic does."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        d2: np.ndarray = (snap.x - x) ** 2 + (snap.y - y) ** 2
-    return d2
-
-
-_POOLED = ("text", "source_type", "episode_id", "metadata")
-"""Columns whose values repeat: held as one Python object per distinct value (an index of
-100k observations took 940 bytes of resident memory per observation, one string object per
-row and column among them: issue 23's 1M goal)."""
-_ENCODED = (*_POOLED, "layer", "tier")
-"""Columns the index reads at open by their distinct values (see _encoded)."""
-_POOL_MAX = 1 << 16
-"""Distinct values the append pool holds before it starts over (unique texts, a dialogue's,
-would otherwise keep every text twice over: the pool and the column share the objects, so
-starting over only stops sharing with later rows)."""
-
-
-def _shared(pool: dict[str, str], values: Iterable[str | None]) -> list[str | None]:
-    """``values`` with each string replaced by the pool's object for it (added when new)."""
-    return [value if value is None else pool.setdefault(value, value) for value in values]
-
-
-def _encoded(column: pa.ChunkedArray) -> tuple[list[Any], np.ndarray]:
-    """The column's distinct values as Python objects (None last when the column holds a
-    null) and each row's position among them: only the distinct values are ever made into
-    Python objects (a dictionary encoding)."""
-    encoded = pc.dictionary_encode(column).combine_chunks()
-    values: list[Any] = encoded.dictionary.to_pylist()
-    indices = encoded.indices
-    if indices.null_count:
-        values.append(None)
-        indices = indices.fill_null(len(values) - 1)
-    return values, indices.to_numpy(zero_copy_only=False)
-
-
-def _expanded(values: list[Any], at: np.ndarray) -> list[Any]:
-    """Row by row: ``values[i]`` for each ``i`` of ``at``."""
-    return [values[i] for i in at.tolist()]

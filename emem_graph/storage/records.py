@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from emem_graph.models import Entity, EntityPosition, Episode, Gist, Observation
-from emem_graph.storage.vectors import VectorRow
+from emem_graph.storage.vector_schema import VectorRow
 
 OBSERVATION_ARROW = pa.schema(
     [

@@ -4,6 +4,11 @@ One table holds the vectors of observations, gists and entities with the columns
 prefiltered by (kind, position, time span, layer, source type, episode, tier) and the text for
 keyword search. Filters are SQL strings built here from typed values only (LanceDB has no
 parameter binding): numbers are checked finite and strings quoted, never pasted.
+
+What needs no LanceDB lives beside it: the row and its Arrow schema (vector_schema.py), the
+index settings (vector_index_policy.py), the copy of the gist and entity rows kept in process
+(other_rows.py), filters finished in process (filter_narrowing.py), the in-process rescoring
+of a search (rescoring.py) and the telling apart of Lance's failures (lance_failures.py).
 """
 
 from __future__ import annotations
@@ -11,13 +16,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import os
 import threading
 import time
 import warnings
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -38,10 +41,31 @@ from emem_graph.errors import (
 from emem_graph.filters import VectorFilter, sql_in, sql_quote
 from emem_graph.models import NodeKind, VectorHit
 from emem_graph.storage import probe
+from emem_graph.storage.filter_narrowing import narrowed
 from emem_graph.storage.health import report_damage
 from emem_graph.storage.keyword_index import KeywordIndex
-from emem_graph.storage.row_vectors import cosine, unit_query, unit_rows
+from emem_graph.storage.lance_failures import damaged, lance_failed, panicked
+from emem_graph.storage.other_rows import OtherColumns, OtherRows
+from emem_graph.storage.rescoring import RESCORE_MARGIN, rescored_hits, tie_reaches_the_end
 from emem_graph.storage.rwlock import ReadWriteLock
+from emem_graph.storage.vector_index_policy import (
+    ANN_BITS,
+    ANN_MAX_SEGMENTS,
+    ANN_NPROBES,
+    ANN_REFINE,
+    ANN_TRAIN_SHARE,
+    EXACT_SEARCH_MAX_ROWS,
+    REWRITE_COMPACT_ROWS,
+    SCALAR_INDEXES,
+)
+from emem_graph.storage.vector_schema import (
+    VECTOR_TYPES,
+    VectorRow,
+    rows_by_id,
+    rows_to_arrow,
+    stored_vectors,
+    vector_schema,
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,99 +74,8 @@ log = logging.getLogger(__name__)
 os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
 
 TABLE = "memory_vectors"
-SCALAR_INDEXES = {"x": "BTREE", "y": "BTREE", "t": "BTREE", "kind": "BITMAP", "tier": "BITMAP"}
-EXACT_SEARCH_MAX_ROWS = 20_000
-"""A filtered search matching at most this many rows bypasses the ANN index (exact, recall 1)."""
-ANN_BITS = 4
-"""Bits per dimension of the ANN index's quantised vectors (IVF_RQ: RaBitQ, a random rotation
-then num_bits per dimension, 192 bytes a row at 384 dimensions). Against the IVF_SQ index
-(8 bits per dimension, trained ranges) it replaced, at 1M rows of the benchmark's patrol
-(/tmp copies of one table, 60 queries three times, the clean-clone CI running beside them):
-warm search p50 17.1 -> 6.6 ms, the process's anonymous memory after the searches +395 ->
-+186 MB (LanceDB caches the partitions a search reads: the whole index, in time), recall of
-the exact top 30 by score 1.000 -> 1.000 with the same refine step, build 51 s; at 100k rows
-8.6 -> 8.7 ms, +53 -> +32 MB, build 3.9 -> 3.3 s. 1 bit needed a refine of 10 x n for 0.999
-(0.97 at worst); IVF_PQ with 96 sub-vectors matched the recall but took 354 s to build at 100k."""
-ANN_NPROBES = 20
-"""IVF partitions a search through the ANN index probes (of about one per 4,096 rows)."""
-ANN_REFINE = 2
-"""A search through the ANN index re-ranks its best ANN_REFINE x n quantised hits with the
-stored vectors.
-The refine step also makes the scores exact: quantised cosine distances came back off by up to
-0.3. Refining 2 x n instead of 4 x n: semantic_search 12.8 -> 11.2 ms at 100k rows, recall@10
-unchanged (tests/test_vectors.py checks recall and scores)."""
-ANN_MAX_SEGMENTS = 8
-"""Delta segments of the ANN index from which a compaction retrains it into one. LanceDB adds
-a segment at every compaction that indexes new rows (a robot flushing small batches: one a
-compaction, until the table has doubled and the index is trained again), and a search probes
-every segment: at 100k rows a search took 14.6 ms over 1 segment, 17.7 over 11, 30 over 51 and
-57 over 101."""
-ANN_TRAIN_SHARE = 0.1
-"""A retraining for segments starts no sooner than the last training's duration / this share
-after it ended: training takes at most about a tenth of the time (the benchmark's 1M-row
-index took about two minutes to train on 2 cores)."""
-REWRITE_COMPACT_ROWS = 1_000
-"""Rows updated or deleted since the last compaction that start one (besides every
-compact_every commits). A rewritten row leaves the indexes until the next compaction folds it
-back in: after a consolidation set the tier of one lap's 2,700 rows, semantic_search at 300k
-rows took 31 instead of 21 ms until the table was compacted (0.2 s)."""
 FULL_SCAN_BATCH = 16_384
 """Rows per batch of the whole-table read of an unsealed table's check (bounded memory)."""
-RESCORE_MARGIN = 8
-"""Rows a vector search reads past the n it answers: they are scored again in process and cut
-to n there, so the n-th place is decided by the same arithmetic on every path."""
-RESCORE_TIE = 1e-6
-"""LanceDB distances this close to the n-th are a tie for the rescored search's cut: rows of
-equal vectors differ in LanceDB's arithmetic by no more than its last bits."""
-OVERSAMPLE_MARGIN = 10
-"""An exclusions-only search reads n + n/4 + this many rows unfiltered (VectorStore._excluding);
-each extra row costs a refine read of its full vector."""
-
-
-VECTOR_TYPES: dict[str, pa.DataType] = {"float16": pa.float16(), "float32": pa.float32()}
-"""How the vector column stores its numbers (``vector_dtype``). float16 halves the table: unit
-vectors lose nothing a search sees (measured at 100k rows: recall@10 0.930 against 0.932)."""
-
-
-def vector_schema(dim: int, value_type: pa.DataType | None = None) -> pa.Schema:
-    """Arrow schema of the vector table for ``dim``-dimensional embeddings stored as
-    ``value_type`` (float16 by default)."""
-    return pa.schema(
-        [
-            ("id", pa.string()),
-            ("kind", pa.string()),
-            ("vector", pa.list_(value_type or pa.float16(), dim)),
-            ("x", pa.float64()),
-            ("y", pa.float64()),
-            ("z", pa.float64()),
-            ("t", pa.float64()),
-            ("t_end", pa.float64()),
-            ("layer", pa.string()),
-            ("source_type", pa.string()),
-            ("episode_id", pa.string()),
-            ("tier", pa.string()),
-            ("text", pa.string()),
-        ]
-    )
-
-
-@dataclass(frozen=True)
-class VectorRow:
-    """What the vector table holds for one node (vector plus prefilter columns)."""
-
-    id: str
-    kind: NodeKind
-    vector: np.ndarray
-    x: float
-    y: float
-    z: float
-    t: float
-    t_end: float
-    layer: str | None
-    source_type: str | None
-    episode_id: str | None
-    tier: str
-    text: str
 
 
 class VectorStore:
@@ -207,9 +140,9 @@ class VectorStore:
         except OSError as exc:  # the system's refusal (permissions, no space): not damage
             raise StorageError(f"cannot open vector store {path}: {exc}") from exc
         except BaseException as exc:  # lance raises RuntimeError, ValueError, Rust panics...
-            if not _lance_failed(exc):
+            if not lance_failed(exc):
                 raise
-            raise _damaged(path, exc) from exc
+            raise damaged(path, exc) from exc
         stored_dim = stored.list_size
         # A table keeps the number type it was created with (float32 before vector_dtype).
         self._schema = vector_schema(dim, stored.value_type)
@@ -229,23 +162,18 @@ class VectorStore:
                 self.verify(full=unsealed)
                 self._ann_rows = self._ann_indexed_rows()
                 found = self._other_rows()
-            others = self._others_of(found)
+            others = rows_by_id(found, self.dim)
         except OSError as exc:
             raise StorageError(f"cannot read vector store {path}: {exc}") from exc
         except BaseException as exc:
-            if not _lance_failed(exc):
+            if not lance_failed(exc):
                 raise
-            raise _damaged(path, exc) from exc
+            raise damaged(path, exc) from exc
         self._trained_at = 0.0  # monotonic time the last training in this process ended
         self._train_seconds = 0.0
         self._listeners: list[Listener] = []
-        self._others_lock = threading.Lock()
-        self._others = others
-        self._others_columns: OtherColumns | None = None
-        """The rows of _others (sorted by id) with their columns as arrays, rebuilt after a
-        change."""
-        self._others_keywords: tuple[KeywordIndex, OtherColumns] | None = None
-        """A keyword index of the texts of those rows, by position, with them."""
+        self._others = OtherRows(others)
+        """The gist and entity rows, kept in process."""
         self._fts_rebuild: threading.Thread | None = None
         """Replacing a full-text index found damaged by a search (_rebuild_fts)."""
 
@@ -260,14 +188,14 @@ class VectorStore:
     def add(self, rows: Sequence[VectorRow]) -> None:
         """Append rows for new nodes (one commit)."""
         if rows:
-            table = self._to_arrow(rows)
+            table = rows_to_arrow(rows, self.dim, self._numbers, self._schema)
             self._commit(lambda: self._table.add(table))
             self._written(rows, table, [])
 
     def upsert(self, rows: Sequence[VectorRow]) -> None:
         """Insert or replace rows by id (one commit); used for updates and reconciliation."""
         if rows:
-            table = self._to_arrow(rows)
+            table = rows_to_arrow(rows, self.dim, self._numbers, self._schema)
             self._commit(
                 lambda: (
                     self._table.merge_insert("id")
@@ -302,12 +230,7 @@ class VectorStore:
                 rewritten=len(chunk),
                 last=start + 1000 >= len(ids),
             )
-            with self._others_lock:
-                for node_id in chunk:
-                    if (row := self._others.get(node_id)) is not None:
-                        self._others[node_id] = replace(row, tier=tier)
-                        self._others_columns = None
-                        self._others_keywords = None
+            self._others.set_tier(chunk, tier)
 
     def compact(self, *, background: bool = False) -> None:
         """Merge fragments, index new rows, and delete versions older than cleanup_after or
@@ -448,7 +371,7 @@ class VectorStore:
             rows = table.drop_columns(["vector"]).to_pylist()
             if table.column("vector").null_count:
                 return rows  # a row without its vector (damage): LanceDB's scores, below
-            for row, stored in zip(rows, _stored_vectors(table, self.dim), strict=True):
+            for row, stored in zip(rows, stored_vectors(table, self.dim), strict=True):
                 row["vector"] = stored
             return rows
 
@@ -457,16 +380,16 @@ class VectorStore:
                 if rescore:
                     columns = ["id", "kind", "_distance", "vector"]
                     fetched = n + max(RESCORE_MARGIN, n // 4)
-                    rows = self._narrowed(where, fetched, run, columns)
-                    while len(rows) >= fetched and _tie_reaches_the_end(rows, n):
+                    rows = narrowed(where, fetched, run, columns)
+                    while len(rows) >= fetched and tie_reaches_the_end(rows, n):
                         fetched *= 2  # a tie group past the rows read: read until it ends
-                        rows = self._narrowed(where, fetched, run, columns)
+                        rows = narrowed(where, fetched, run, columns)
                 else:
-                    rows = self._narrowed(where, n, run, ["id", "kind", "_distance"])
+                    rows = narrowed(where, n, run, ["id", "kind", "_distance"])
             except InvalidInputError:
                 raise
             except BaseException as exc:  # a file damaged while open: Lance's errors, panics
-                if not _lance_failed(exc):
+                if not lance_failed(exc):
                     raise
                 self._damage_seen = True
                 raise VectorStoreDamagedError(
@@ -479,83 +402,7 @@ class VectorStore:
                 VectorHit(id=r["id"], kind=r["kind"], score=1.0 - float(r["_distance"]))
                 for r in rows[:n]
             ]
-        if not rows:
-            return []
-        stacked = np.stack([r["vector"] for r in rows])
-        units, usable = unit_rows(stacked)
-        scored = cosine(units, unit_query(query_vector))
-        if observation_scores is not None:
-            observed = np.array([r["kind"] == "observation" for r in rows], dtype=bool)
-            if observed.any():
-                scored[observed] = observation_scores(stacked[observed], query_vector)
-                usable = usable & ~(observed & np.isnan(scored))
-        scores = scored.tolist()
-        ranked = sorted(
-            (
-                (float(score), r["id"], r["kind"])
-                for r, score, ok in zip(rows, scores, usable.tolist(), strict=True)
-                if ok
-            ),
-            key=lambda hit: (-hit[0], hit[1]),
-        )
-        return [VectorHit(id=i, kind=kind, score=score) for score, i, kind in ranked[:n]]
-
-    def _narrowed(
-        self, where: VectorFilter | None, n: int, run: Any, columns: list[str]
-    ) -> list[dict[str, Any]]:
-        """The rows of a search ``run(predicate, limit, columns)`` under ``where``: run under a
-        cheaper predicate and finished here where that gives the same rows (_excluding,
-        _in_area), else prefiltered by ``where`` itself."""
-        if where is None:
-            rows: list[dict[str, Any]] = run(None, n, columns)
-            return rows
-        found = self._excluding(where, n, lambda k, c: run(None, k, c), columns)
-        if found is None:
-            found = self._in_area(where, n, run, columns)
-        if found is None:
-            found = run(where.to_sql(), n, columns)
-        return found
-
-    def _excluding(
-        self,
-        where: VectorFilter,
-        n: int,
-        search: Any,
-        columns: list[str],
-    ) -> list[dict[str, Any]] | None:
-        """A search under an exclusions-only filter, run unfiltered for ``n`` + a margin rows
-        and filtered here: the n best rows that pass, or None when fewer than n of those rows
-        pass while more exist (the caller then runs the prefiltered search).
-
-        Unfiltered searches are 2-3x faster than prefiltered ones here (measured at 100k rows:
-        the prefilter evaluates the predicate over every row), and the rows that pass among
-        the best n + margin are exactly the best rows that pass."""
-        if not where.exclusions_only:
-            return None
-        limit = n + n // 4 + OVERSAMPLE_MARGIN
-        rows: list[dict[str, Any]] = search(limit, [*columns, "source_type", "tier"])
-        kept = [r for r in rows if where.admits(r["source_type"], r["tier"])]
-        if len(kept) >= n or len(rows) < limit:
-            return kept[:n]
-        return None
-
-    def _in_area(
-        self, where: VectorFilter, n: int, run: Any, columns: list[str]
-    ) -> list[dict[str, Any]] | None:
-        """A search under a filter with a circle, prefiltered by the circle's bounding box for
-        ``n`` + n/2 + a margin rows and cut to the circle here: the n best rows in the circle,
-        or None when fewer than n of those rows are in it while more exist (the caller then
-        runs the circle's own prefilter). The circle covers 79% of its box, and the rows in
-        the circle among the best rows in the box are the best rows in the circle."""
-        loose = where.area_relaxed()
-        if loose is None:
-            return None
-        limit = n + n // 2 + OVERSAMPLE_MARGIN
-        rows: list[dict[str, Any]] = run(loose.to_sql(), limit, [*columns, "x", "y"])
-        kept = [r for r in rows if where.in_circle(r["x"], r["y"])]
-        if len(kept) >= n or len(rows) < limit:
-            return kept[:n]
-        return None
+        return rescored_hits(rows, query_vector, n, observation_scores)
 
     def keyword_search(
         self, text: str, n: int, where: VectorFilter | None = None
@@ -576,11 +423,11 @@ class VectorStore:
         damaged: BaseException | None = None
         with self._lock.reading():
             try:
-                rows = self._narrowed(where, n, run, ["id", "kind", "_score"])
+                rows = narrowed(where, n, run, ["id", "kind", "_score"])
             except (KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as exc:  # a Rust panic is a BaseException
-                if not _panicked(exc):  # no index yet (an empty table), a query Lance can't parse
+                if not panicked(exc):  # no index yet (an empty table), a query Lance can't parse
                     log.debug("keyword search unavailable: %s", exc)
                     return []
                 damaged = exc
@@ -631,45 +478,12 @@ class VectorStore:
         thousand where observations are a million: a LanceDB search that must skip the
         observations cost 14-32 ms at 1M rows). With the sketch of the observations this
         answers an area search without LanceDB (MemoryStore.vector_hits)."""
-        query = self._check_vector(vector).astype(np.float32)
-        with self._others_lock:
-            columns = self._columns()
-        listed = columns.rows
-        near = columns.kinds_and_circle(where)
-        chosen = [at for at in np.flatnonzero(near).tolist() if where.admits_row(listed[at])]
-        if not chosen or n < 1:
-            return []
-        chosen = [at for at in chosen if columns.usable[at]]
-        scores = cosine(columns.units[chosen], unit_query(query))
-        ranked = sorted(
-            (
-                (float(score), listed[at].id, listed[at].kind)
-                for score, at in zip(scores.tolist(), chosen, strict=True)
-                if math.isfinite(score)
-            ),
-            key=lambda hit: (-hit[0], hit[1]),
-        )
-        return [VectorHit(id=i, kind=kind, score=score) for score, i, kind in ranked[:n]]
+        return self._others.nearest(self._check_vector(vector).astype(np.float32), n, where)
 
     def keyword_others(self) -> tuple[KeywordIndex, OtherColumns]:
         """A keyword index over the gist and entity rows' texts, by position in the rows'
         columns (sorted by id) it comes with."""
-        with self._others_lock:
-            columns = self._columns()
-            kept = self._others_keywords
-            if kept is None or kept[1] is not columns:
-                index = KeywordIndex()
-                index.add(range(len(columns.rows)), [row.text for row in columns.rows])
-                kept = self._others_keywords = (index, columns)
-            return kept
-
-    def _columns(self) -> OtherColumns:
-        """The gist and entity rows' columns (the caller holds _others_lock)."""
-        if self._others_columns is None:
-            self._others_columns = OtherColumns.of(
-                sorted(self._others.values(), key=lambda row: row.id)
-            )
-        return self._others_columns
+        return self._others.keyword_index()
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` have a row."""
@@ -685,7 +499,7 @@ class VectorStore:
         found: dict[str, np.ndarray] = {}
         with self._lock.reading():
             for table in self._rows_of(ids, ["id", "vector"]):
-                matrix = _stored_vectors(table, self.dim)
+                matrix = stored_vectors(table, self.dim)
                 # A vector with NaN or infinity was damaged on disk (Lance keeps no
                 # checksums): left out, so the caller re-embeds the node's text.
                 finite = np.isfinite(matrix).all(axis=1)
@@ -722,7 +536,7 @@ class VectorStore:
             )
             for batch in reader:
                 table = pa.Table.from_batches([batch])
-                yield table.column("id").to_pylist(), _stored_vectors(table, self.dim)
+                yield table.column("id").to_pylist(), stored_vectors(table, self.dim)
 
     def id_vectors(self, where: VectorFilter | None = None) -> pa.Table:
         """The id and vector columns of every row passing ``where``, in one scan (export reads
@@ -926,21 +740,8 @@ class VectorStore:
         self, rows: Sequence[VectorRow], table: pa.Table | None, deleted: Sequence[str]
     ) -> None:
         """Follow a committed write: the copy of the gist and entity rows, then listeners."""
-        stored = None if table is None else _stored_vectors(table, self.dim)
-        with self._others_lock:
-            # Observation appends (every flush) leave the gist and entity copies as they are:
-            # their arrays and keyword index are rebuilt only when one of those rows changed.
-            changed = False
-            if stored is not None:
-                for at, row in enumerate(rows):
-                    if row.kind != "observation":
-                        self._others[row.id] = replace(row, vector=stored[at])
-                        changed = True
-            for node_id in deleted:
-                changed = self._others.pop(node_id, None) is not None or changed
-            if changed:
-                self._others_columns = None
-                self._others_keywords = None
+        stored = None if table is None else stored_vectors(table, self.dim)
+        self._others.follow(rows, stored, deleted)
         for listener in self._listeners:
             listener(rows, stored, deleted)
 
@@ -955,133 +756,10 @@ class VectorStore:
         )
         return found
 
-    def _others_of(self, table: pa.Table) -> dict[str, VectorRow]:
-        """The gist and entity rows of _other_rows' table by id, vectors as stored."""
-        if table.num_rows == 0:
-            return {}
-        vectors = _stored_vectors(table, self.dim)
-        columns = {
-            name: table.column(name).to_pylist()
-            for name in table.column_names
-            if name != "vector"  # read once as an array above, not as Python floats
-        }
-        return {
-            node_id: VectorRow(
-                id=node_id,
-                kind=columns["kind"][at],
-                vector=vectors[at],
-                x=columns["x"][at],
-                y=columns["y"][at],
-                z=columns["z"][at],
-                t=columns["t"][at],
-                t_end=columns["t_end"][at],
-                layer=columns["layer"][at],
-                source_type=columns["source_type"][at],
-                episode_id=columns["episode_id"][at],
-                tier=columns["tier"][at],
-                text=columns["text"][at] or "",
-            )
-            for at, node_id in enumerate(columns["id"])
-        }
-
-    def _to_arrow(self, rows: Sequence[VectorRow]) -> pa.Table:
-        vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in rows])
-        if vectors.shape[1] != self.dim:
-            raise EmbeddingDimensionError(
-                f"vectors have {vectors.shape[1]} dimensions, the store holds {self.dim}"
-            )
-        flat = pa.array(vectors.astype(self._numbers).reshape(-1))
-        return pa.table(
-            {
-                "id": [r.id for r in rows],
-                "kind": [r.kind for r in rows],
-                "vector": pa.FixedSizeListArray.from_arrays(flat, self.dim),
-                "x": [r.x for r in rows],
-                "y": [r.y for r in rows],
-                "z": [r.z for r in rows],
-                "t": [r.t for r in rows],
-                "t_end": [r.t_end for r in rows],
-                "layer": [r.layer for r in rows],
-                "source_type": [r.source_type for r in rows],
-                "episode_id": [r.episode_id for r in rows],
-                "tier": [r.tier for r in rows],
-                "text": [r.text for r in rows],
-            },
-            schema=self._schema,
-        )
-
-
-@dataclass(frozen=True)
-class OtherColumns:
-    """The gist and entity rows of a VectorStore (sorted by id) with their columns as arrays:
-    kinds, x, y, the vectors as float32 unit rows (row_vectors.unit_rows: scored as every dense
-    search scores) and whether each is usable (norm neither 0 nor infinite)."""
-
-    rows: list[VectorRow]
-    kinds: np.ndarray
-    xs: np.ndarray
-    ys: np.ndarray
-    units: np.ndarray
-    usable: np.ndarray
-    kind_masks: dict[tuple[str, ...] | None, np.ndarray] = field(default_factory=dict)
-    """of_kinds' masks by the kinds asked (a filter names one or two kinds)."""
-
-    def of_kinds(self, kinds: Sequence[str] | None) -> np.ndarray:
-        """A new mask of the rows of these kinds (all rows: None)."""
-        key = None if kinds is None else tuple(kinds)
-        mask = self.kind_masks.get(key)
-        if mask is None:
-            if key is None:
-                mask = np.ones(len(self.rows), dtype=bool)
-            else:
-                mask = np.isin(self.kinds, list(key))
-            if len(self.kind_masks) < 16:
-                self.kind_masks[key] = mask
-        return mask.copy()
-
-    def kinds_and_circle(self, where: VectorFilter) -> np.ndarray:
-        """A new mask of the rows passing the filter's kinds and circle, the circle as
-        VectorFilter.in_circle computes it, for every row at once (a row without a place, NaN
-        here, fails it as it does there): the rest of the filter is asked row by row of the
-        few left (search_others, MemoryStore.keyword_hits)."""
-        near = self.of_kinds(where.kinds)
-        if where.center is not None and where.radius is not None:
-            xs, ys = self.xs, self.ys
-            cx, cy, r = float(where.center[0]), float(where.center[1]), float(where.radius)
-            with np.errstate(invalid="ignore", over="ignore"):
-                near &= (xs - cx) * (xs - cx) + (ys - cy) * (ys - cy) <= r * r
-        return near
-
-    @staticmethod
-    def of(rows: list[VectorRow]) -> OtherColumns:
-        if rows:
-            matrix = np.stack([np.asarray(row.vector, dtype=np.float32) for row in rows])
-        else:
-            matrix = np.zeros((0, 0), dtype=np.float32)
-        units, usable = unit_rows(matrix)
-        return OtherColumns(
-            rows=rows,
-            kinds=np.array([row.kind for row in rows], dtype=object),
-            xs=np.array([row.x for row in rows], dtype=np.float64),
-            ys=np.array([row.y for row in rows], dtype=np.float64),
-            units=units,
-            usable=usable,
-        )
-
 
 Listener = Callable[[Sequence[VectorRow], np.ndarray | None, Sequence[str]], None]
 """Called with the rows of a committed add or upsert and their vectors as stored (float32
 rows of the values LanceDB holds), or with the ids of a committed delete."""
-
-
-_REFUSALS = ("Permission denied", "Read-only file system", "No space left")
-"""Lance's words for the system refusing a file: not damage, nothing to move aside."""
-
-
-def _panicked(exc: BaseException) -> bool:
-    """Whether ``exc`` is a Rust panic inside Lance (pyo3's PanicException, a BaseException,
-    or pyo3_async_runtimes' RustPanic): damaged bytes, never a bad query."""
-    return any(kind.__name__ in ("PanicException", "RustPanic") for kind in type(exc).__mro__)
 
 
 def nearest_rows(
@@ -1176,39 +854,6 @@ async def _read_through(query: Any) -> None:
     reader = await query.to_batches(max_batch_length=FULL_SCAN_BATCH)
     async for _batch in reader:
         pass
-
-
-def _lance_failed(exc: BaseException) -> bool:
-    """Whether ``exc`` is Lance failing (an Exception or a Rust panic), not an interrupt."""
-    return isinstance(exc, Exception) or _panicked(exc)
-
-
-def _damaged(path: Path, exc: BaseException) -> StorageError:
-    """The error for a vector table Lance cannot read (its message cut to one line)."""
-    detail = " ".join(str(exc).split())[:300]
-    if any(words in detail for words in _REFUSALS):
-        return StorageError(f"cannot open vector store {path}: {detail}")
-    return VectorStoreDamagedError(
-        f"the vector table at {path} is damaged ({type(exc).__name__}: {detail}); open the "
-        "memory read-write once to rebuild it from the graph"
-    )
-
-
-def _stored_vectors(table: pa.Table, dim: int) -> np.ndarray:
-    """The vector column of an Arrow table as float32 rows (the values LanceDB holds)."""
-    numbers = table.column("vector").combine_chunks().flatten()
-    matrix: np.ndarray = numbers.to_numpy(zero_copy_only=False).astype(np.float32)
-    return matrix.reshape(-1, dim)
-
-
-def _tie_reaches_the_end(rows: list[dict[str, Any]], n: int) -> bool:
-    """Whether the last row a rescored search read ties with its n-th: LanceDB chose which
-    rows of that tie group it returned, so the cut by id needs all of them (the group's rows
-    have equal vectors; RESCORE_TIE allows for LanceDB's last bits)."""
-    if n < 1 or len(rows) <= n:
-        return False
-    distances = sorted(float(r["_distance"]) for r in rows)
-    return distances[-1] - distances[n - 1] <= RESCORE_TIE
 
 
 def ann_index_config(dim: int) -> IvfRq | IvfSq:

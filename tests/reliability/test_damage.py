@@ -34,7 +34,7 @@ from emem_graph.errors import DamagedMemoryError, EmemGraphError, StorageError
 from emem_graph.explore.cypher import open_graph
 from emem_graph.explore.stats import format_stats, memory_stats
 from emem_graph.storage import probe
-from emem_graph.storage.graph import DEFAULT_ENGINE, ENGINE_ENV
+from emem_graph.storage.graph_engine import DEFAULT_ENGINE, ENGINE_ENV
 from emem_graph.storage.health import read_health
 
 DIM = 64

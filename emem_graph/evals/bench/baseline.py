@@ -31,7 +31,8 @@ from emem_graph.ingest.embeddings import EmbeddingProvider
 from emem_graph.storage.graph import GraphDB
 from emem_graph.storage.records import OBSERVATION_ARROW
 from emem_graph.storage.store import GRAPH_FILE, VECTOR_DIR
-from emem_graph.storage.vectors import VectorRow, VectorStore
+from emem_graph.storage.vector_schema import VectorRow
+from emem_graph.storage.vectors import VectorStore
 
 Answer = Callable[[int], object]
 

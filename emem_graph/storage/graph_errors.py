@@ -1,0 +1,81 @@
+"""How the graph engine's errors become emem_graph errors: what its C++ exceptions arrive as in
+Python, its refusal to open a database file, a write refused on a read-only database, and values
+read back damaged. storage/graph.py raises them; nothing here talks to the engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from emem_graph.errors import (
+    DamagedMemoryError,
+    DatabaseLockedError,
+    GraphEngineMismatchError,
+    ReadOnlyMemoryError,
+    StorageError,
+)
+
+CHECKPOINT_DEFERRED = "before checkpointing"
+"""In the error Kuzu raises at a COMMIT that committed but could not checkpoint."""
+
+ENGINE_ERRORS: tuple[type[Exception], ...] = (
+    RuntimeError,
+    IndexError,
+    KeyError,
+    ValueError,
+    OverflowError,
+)
+"""What Kuzu's C++ exceptions arrive as in Python: its own errors are RuntimeError, and
+pybind11 turns a standard library exception into IndexError (std::out_of_range, as
+"unordered_map::at" from a flipped catalog byte), ValueError (std::invalid_argument) or
+OverflowError. Every one of them from the engine is a storage failure, never a raw error."""
+
+READ_ONLY_REFUSAL = "read-only database"
+"""In the error Kuzu raises for a write on a database opened read-only ("Cannot execute write
+operations in a read-only database!")."""
+
+
+def damaged_values(path: Path | None, what: str, exc: Exception) -> DamagedMemoryError:
+    """The error for values the graph engine read back damaged (text that is not UTF-8)."""
+    where = "the graph database" if path is None else f"graph database {path}"
+    detail = " ".join(str(exc).split())[:200]
+    return DamagedMemoryError(
+        f"{what}: {where} holds damaged values ({type(exc).__name__}: {detail}); restore the "
+        "memory's directory from a backup"
+    )
+
+
+def engine_error(what: str, exc: Exception) -> StorageError:
+    """The emem_graph error for an engine error: ReadOnlyMemoryError when Kuzu refused a write
+    because the database is open read-only, else a StorageError."""
+    if READ_ONLY_REFUSAL in str(exc):
+        return ReadOnlyMemoryError(
+            f"{what}: the graph engine refused a write, the memory is open read-only "
+            "(nothing written)"
+        )
+    return StorageError(f"{what}: {exc}")
+
+
+def open_error(path: Path, exc: Exception, *, read_only: bool, engine: str) -> StorageError:
+    """The emem_graph error for the engine's refusal to open the database file ``path``: held
+    by another process, written by another storage version, refused by the system, or damaged."""
+    if "Could not set lock" in str(exc):
+        # Kuzu: one read-write process and nobody else, or any number of read-only ones.
+        holder = "read-write" if read_only else "read-write or read-only"
+        return DatabaseLockedError(
+            f"graph database {path} is open {holder} in another process (Kuzu lets one "
+            "process hold a database read-write and no other process open it meanwhile)"
+        )
+    if "with a different version" in str(exc):  # another release of the same engine
+        return GraphEngineMismatchError(
+            f"the memory {path.parent} was written by another storage version of "
+            f"{engine} ({' '.join(str(exc).split())}): open it with the release "
+            f"that wrote it and copy it with: emem-graph migrate {path.parent} NEW_DIR"
+        )
+    if "Cannot open file" in str(exc):  # the system refused (read-only, permissions)
+        return StorageError(f"cannot open graph database {path}: {exc}")
+    # Kuzu's words for a damaged file: "not a valid Kuzu database file", "Reading past
+    # the end of the file"...: the graph is the truth, only a backup brings it back.
+    return DamagedMemoryError(
+        f"cannot open graph database {path} (damaged, or not a {engine} database): "
+        f"{' '.join(str(exc).split())}; restore the memory's directory from a backup"
+    )
