@@ -4,7 +4,7 @@
 MATCH (o:Observation)
 WHERE o.tier = 'long_term' AND o.timestamp < $cutoff
 WITH o
-ORDER BY o.timestamp
+ORDER BY o.timestamp, o.id
 LIMIT $limit
 SET o.tier = 'archived', o.text = NULL
 RETURN o.id AS id

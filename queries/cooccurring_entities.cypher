@@ -5,5 +5,5 @@
 MATCH (e:Entity {id: $id})-[c:COOCCURS_WITH]-(f:Entity)
 RETURN f.id AS id, f.name AS name, c.count AS count,
        c.first_seen AS first_seen, c.last_seen AS last_seen
-ORDER BY count DESC, last_seen DESC
+ORDER BY count DESC, last_seen DESC, id
 LIMIT $limit

@@ -3,5 +3,5 @@
 MATCH (e:Entity {id: $id})-[r:OBSERVED_IN]->(o:Observation)
 RETURN o.id AS observation_id, o.x AS x, o.y AS y, o.z AS z, o.timestamp AS timestamp,
        o.layer AS layer, r.confidence AS confidence
-ORDER BY timestamp DESC
+ORDER BY timestamp DESC, observation_id
 LIMIT $limit

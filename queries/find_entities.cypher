@@ -9,5 +9,5 @@ WHERE (lower(e.name) CONTAINS $name OR $name IS NULL)
 RETURN e
 ORDER BY CASE WHEN NOT $in_area THEN 0.0
               ELSE (e.x - $x) * (e.x - $x) + (e.y - $y) * (e.y - $y) END,
-         e.observation_count DESC, e.last_seen DESC
+         e.observation_count DESC, e.last_seen DESC, e.id
 LIMIT $limit

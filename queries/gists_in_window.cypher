@@ -10,5 +10,5 @@ WHERE (g.time_end >= $time_after OR $time_after IS NULL)
   AND g.tier <> 'archived'
   AND (g.layer = $layer OR g.layer IS NULL OR $layer IS NULL)
 RETURN g.id AS id
-ORDER BY CASE WHEN $newest_first THEN -g.time_end ELSE g.time_start END
+ORDER BY CASE WHEN $newest_first THEN -g.time_end ELSE g.time_start END, g.id
 LIMIT $limit

@@ -7,5 +7,5 @@ WHERE (o.timestamp >= $time_after OR $time_after IS NULL)
   AND (o.layer = $layer OR $layer IS NULL)
   AND ($include_body_state OR o.source_type <> 'interoception')
 RETURN o.id AS id, o.x AS x, o.y AS y, o.timestamp AS timestamp
-ORDER BY CASE WHEN $newest_first THEN -o.timestamp ELSE o.timestamp END
+ORDER BY CASE WHEN $newest_first THEN -o.timestamp ELSE o.timestamp END, o.id
 LIMIT $limit

@@ -1,5 +1,5 @@
 // Observations in a time window, optionally inside a circle and of one layer, newest or oldest
-// first (temporal_query). Ids only: text is fetched by primary key for the final page.
+// first, rows of one time by id (temporal_query). Ids only: text is fetched by primary key for the final page.
 // $time_after $time_before $layer may be NULL; $in_area: whether the circle ($x, $y, $radius) applies;
 // $include_body_state; $newest_first; $limit
 MATCH (o:Observation)
@@ -12,5 +12,5 @@ WHERE (o.timestamp >= $time_after OR $time_after IS NULL)
   AND (o.layer = $layer OR $layer IS NULL)
   AND ($include_body_state OR o.source_type <> 'interoception')
 RETURN o.id AS id, o.timestamp AS timestamp
-ORDER BY CASE WHEN $newest_first THEN -o.timestamp ELSE o.timestamp END
+ORDER BY CASE WHEN $newest_first THEN -o.timestamp ELSE o.timestamp END, o.id
 LIMIT $limit

@@ -3,5 +3,5 @@
 MATCH (e:Episode)
 WHERE lower(e.name) CONTAINS $name OR $name IS NULL
 RETURN e
-ORDER BY e.start_time DESC
+ORDER BY e.start_time DESC, e.id
 LIMIT $limit

@@ -4,5 +4,5 @@ MATCH (o:Observation)
 WHERE o.tier = 'short_term' AND o.episode_id IS NULL AND o.timestamp < $cutoff
   AND o.source_type <> 'interoception'
 RETURN o
-ORDER BY o.timestamp
+ORDER BY o.timestamp, o.id
 LIMIT $limit

@@ -135,3 +135,53 @@ def test_a_robot_repeating_itself_is_answered_alike_on_either_path(make_memory, 
         store._exact_loaded.set()
     assert [(h.id, h.score) for h in lance] == [(h.id, h.score) for h in hits]
     assert "blue kettle" in in_process["kettle"]
+
+
+def test_rows_of_one_time_are_listed_by_id_before_and_after_a_reopen(tmp_path: Path) -> None:
+    # Several rows per camera frame, arriving a little out of order: temporal_query cut the
+    # tie group at n by row order (argpartition, then a stable sort by row), and row order is
+    # the order of writing before a reopen and time order after it.
+    from emem_graph import HashingEmbedder
+
+    t0 = 1_700_000_000.0
+    offsets = [1, 0, 2, 0, 3, 3, 3, 3, 1, 0, 3, 0]
+    config = MemoryConfig(
+        db_path=str(tmp_path / "mem"), maintenance_interval=None, entity_extraction=False
+    )
+
+    def answers(memory: SpatioTemporalMemory) -> dict[tuple[int, str], str]:
+        return {
+            (n, order): memory.temporal_query(n_results=n, order=order)
+            for n in (1, 2, 3, 5, 12)
+            for order in ("newest", "oldest")
+        }
+
+    def opened() -> SpatioTemporalMemory:
+        return SpatioTemporalMemory(
+            config=config, embedding_provider=HashingEmbedder(384), get_current_time=lambda: t0 + 99
+        )
+
+    with opened() as memory:
+        for i, dt in enumerate(offsets):
+            memory.add(f"thing number {i}", float(i), 0.0, timestamp=t0 + dt, layer_name="cam")
+        memory.flush()
+        written = answers(memory)
+        by_cypher = memory.store.graph.query(
+            "observations_in_window",
+            {
+                "time_after": None,
+                "time_before": None,
+                "in_area": False,
+                "x": 0.0,
+                "y": 0.0,
+                "radius": 0.0,
+                "layer": None,
+                "include_body_state": False,
+                "newest_first": True,
+                "limit": 5,
+            },
+        )
+        in_process = memory.store.index.in_window(time_after=None, time_before=None, limit=5)
+    with opened() as memory:
+        assert answers(memory) == written
+    assert in_process == [row["id"] for row in by_cypher]  # the same read, the same rows

@@ -144,7 +144,7 @@ class ObservationIndex(ObservationColumns):
             return []
         if snap.sorted and rows.size > limit:
             # Rows in time order: the newest (oldest) are at the end (start), with the rest
-            # of the tie group at the cut, which the stable sort below orders by row.
+            # of the tie group at the cut, which the sort below orders by id.
             times = snap.t[rows]
             if newest_first:
                 cut = int(np.searchsorted(times, times[rows.size - limit], side="left"))
@@ -155,11 +155,14 @@ class ObservationIndex(ObservationColumns):
         else:
             times = snap.t[rows]
         keys = -times if newest_first else times
-        if rows.size > limit:
-            part = np.argpartition(keys, limit - 1)[:limit]
-            rows, keys = rows[part], keys[part]
-        order = np.argsort(keys, kind="stable")
-        return [self._ids[r + snap.offset] for r in rows[order].tolist()]
+        if rows.size > limit:  # the best ``limit`` keys with the whole tie group at the cut
+            keep = keys <= np.partition(keys, limit - 1)[limit - 1]
+            rows, keys = rows[keep], keys[keep]
+        # Rows of one time by id, as the graph's query orders them: row order differs
+        # between a memory written and the same memory reopened (rows load in time order).
+        ids = [self._ids[r + snap.offset] for r in rows.tolist()]
+        order = sorted(range(len(ids)), key=lambda i: (keys[i], ids[i]))
+        return [ids[i] for i in order[:limit]]
 
     def count_within(
         self,
