@@ -28,6 +28,7 @@ from emem_graph.errors import (
     InvalidInputError,
     MemoryClosedError,
     ReadOnlyMemoryError,
+    RecoveryNeededError,
     StorageError,
 )
 from emem_graph.gate import CallGate, while_open
@@ -250,6 +251,13 @@ class SpatioTemporalMemory:
         self._unwritten = UnwrittenRows(self._store.root)
         if self._buffer is not None and self._unwritten.exists():
             self._write_unwritten()
+        elif self.read_only and self._unwritten.exists():
+            # Answering without them would be answering from a memory that lost them.
+            raise RecoveryNeededError(
+                f"the memory {self._store.root} holds observations a failed close left "
+                f"unwritten ({self._unwritten.path.name}), which a read-only open cannot "
+                "write: open it read-write once (and close it), then read-only"
+            )
 
     def _abandon(self) -> None:
         """Stop and close whatever a failed construction opened (never raises)."""
@@ -314,20 +322,47 @@ class SpatioTemporalMemory:
             self._gate.finished()
 
     def _close_all(self) -> None:
+        stopped: StorageError | None = None
         try:
-            if self._buffer is not None:
-                self._stop_buffer(self._buffer)
+            try:
+                if self._buffer is not None:
+                    self._stop_buffer(self._buffer)
+            except StorageError as exc:
+                stopped = exc  # raised below, after the rest is closed: it says where
         finally:
             try:
                 self._consolidation.stop()
                 if not self.read_only:
-                    self._consolidation.flush_entities()
+                    self._flush_entities_at_close(stopped)
                 for capability in self._capabilities:
                     capability.close()
                 if "tools" in self.__dict__:  # built on first use (functools.cached_property)
                     self.tools.close()
             finally:
                 self._store.close()
+        if stopped is not None:
+            raise stopped
+
+    def _flush_entities_at_close(self, stopped: StorageError | None) -> None:
+        """Write the staged entity sightings; when the observations' last write failed too,
+        a failure here is logged beside that error instead of replacing it (its message says
+        where the observations are kept).
+
+        Raises:
+            StorageError: the sightings could not be written (the observations were).
+        """
+        try:
+            self._consolidation.flush_entities()
+        except Exception as exc:
+            if stopped is not None:
+                log.error("closing: staged entity sightings could not be written either: %s", exc)
+                return
+            if isinstance(exc, StorageError):
+                raise
+            raise StorageError(
+                f"closing: staged entity sightings could not be written "
+                f"({type(exc).__name__}: {exc})"
+            ) from exc
 
     def _stop_buffer(self, buffer: IngestBuffer[_Pending | _EntitySighting]) -> None:
         """Stop the flush thread and write what waits; rows the last write cannot store (the

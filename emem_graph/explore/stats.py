@@ -17,6 +17,7 @@ from emem_graph.explore.selection import (
 )
 from emem_graph.filters import VectorFilter
 from emem_graph.ingest.rejected import count_rejected
+from emem_graph.ingest.unwritten import count_unwritten
 from emem_graph.models import AGENT_NOTE, INTEROCEPTION, NodeKind, Tier
 from emem_graph.storage.health import read_health
 from emem_graph.storage.vectors import TABLE
@@ -79,6 +80,9 @@ class MemoryStats(BaseModel):
     rejected_observations: int = 0
     """Observations accepted at the door that the store could not write, set aside in
     rejected.jsonl (never retried in front of the others)."""
+    unwritten_observations: int = 0
+    """Observations a failed close kept in unwritten.jsonl: the next read-write open writes
+    them (until then a read-only open is refused)."""
 
     health: dict[str, int] = {}
     """Damage found on opening the memory and repaired or reported (storage/health.py):
@@ -150,6 +154,7 @@ def memory_stats(directory: str | Path) -> MemoryStats:
             vector_table_missing=memory.vectors is None,
             health={k: v for k, v in read_health(memory.root).items() if k != "reports"},
             rejected_observations=count_rejected(memory.root),
+            unwritten_observations=count_unwritten(memory.root),
         )
 
 
@@ -201,6 +206,12 @@ def format_stats(stats: MemoryStats) -> str:
             lines,
             "set aside (could not be written)",
             {"rejected.jsonl": stats.rejected_observations},
+        )
+    if stats.unwritten_observations:
+        _section(
+            lines,
+            "left unwritten by a failed close (the next read-write open writes them)",
+            {"unwritten.jsonl": stats.unwritten_observations},
         )
     if any(stats.health.values()):
         _section(lines, "damage repaired or reported (health.json)", stats.health)

@@ -65,7 +65,7 @@ class UnwrittenRows:
         try:
             with self.path.open(encoding="ascii") as lines:
                 return [_row(json.loads(line)) for line in lines if line.strip()]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
             raise StorageError(
                 f"{self.path} (observations left unwritten at the last close) cannot be read "
                 f"({type(exc).__name__}: {exc}); move it away to open the memory without them"
@@ -76,6 +76,16 @@ class UnwrittenRows:
         self.path.unlink(missing_ok=True)
 
 
+def count_unwritten(directory: str | Path) -> int:
+    """Lines of ``unwritten.jsonl`` in a memory's directory (0 when there is none): the
+    observations a failed close kept, written by the next read-write open."""
+    path = Path(directory) / UNWRITTEN_FILE
+    if not path.is_file():
+        return 0
+    with path.open("rb") as lines:
+        return sum(1 for line in lines if line.strip())
+
+
 def _line(observation: Observation, vector: np.ndarray | None) -> str:
     entry: dict[str, Any] = {"observation": observation.model_dump(mode="json")}
     if vector is not None:
@@ -83,7 +93,9 @@ def _line(observation: Observation, vector: np.ndarray | None) -> str:
     return json.dumps(entry, ensure_ascii=True)
 
 
-def _row(entry: dict[str, Any]) -> tuple[Observation, np.ndarray | None]:
+def _row(entry: Any) -> tuple[Observation, np.ndarray | None]:
+    if not isinstance(entry, dict):
+        raise ValueError(f"a line holds {type(entry).__name__}, not a row")
     vector = entry.get("vector")
     return (
         Observation.model_validate(entry["observation"]),

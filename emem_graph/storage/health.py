@@ -55,15 +55,32 @@ def _write_text(path: Path, text: str) -> None:
         temporary.unlink(missing_ok=True)
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    """The JSON object in ``path``; None when missing; raises ValueError when unreadable."""
+RECORD_MAX_BYTES = 4 * 1024 * 1024
+"""A mark, seal, health record or rebuild note larger than this is damaged (never read whole:
+a file of many GiB put there would take the robot's memory)."""
+
+
+def read_json_record(path: Path) -> dict[str, Any] | None:
+    """The JSON object in the small record file ``path`` (a mark, a seal, the health record, a
+    rebuild note); None when missing.
+
+    Raises:
+        ValueError: anything else (unreadable, larger than RECORD_MAX_BYTES, not UTF-8, not
+            JSON, nested past the parser's depth, not an object).
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as record:
+            data = record.read(RECORD_MAX_BYTES + 1)
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise ValueError(str(exc)) from exc
-    value = json.loads(text)  # a JSONDecodeError is a ValueError
+    if len(data) > RECORD_MAX_BYTES:
+        raise ValueError(f"larger than {RECORD_MAX_BYTES:,} bytes")
+    try:
+        value = json.loads(data.decode("utf-8"))  # a JSONDecodeError is a ValueError
+    except (UnicodeDecodeError, RecursionError) as exc:
+        raise ValueError(f"{type(exc).__name__}: {exc}") from exc
     if not isinstance(value, dict):
         raise ValueError("not a JSON object")
     return value
@@ -73,7 +90,7 @@ def read_health(root: Path) -> dict[str, Any]:
     """The damage record of the memory in ``root``: every counter (0 when never reported) and
     ``reports``, the latest reports (an unreadable record reads as empty)."""
     try:
-        stored = _read_json(root / HEALTH_FILE) or {}
+        stored = read_json_record(root / HEALTH_FILE) or {}
     except ValueError:
         stored = {}
     record: dict[str, Any] = {name: _count(stored.get(name)) for name in COUNTERS}
@@ -97,7 +114,7 @@ def report_damage(root: Path, what: str, action: str, *, counter: str | None = N
     log.warning("memory %s: %s; %s", root, what, action)
     record = read_health(root)
     try:
-        _read_json(root / HEALTH_FILE)
+        read_json_record(root / HEALTH_FILE)
     except ValueError as exc:  # read_health read it as empty: say that its counts restart
         record["reports"].append(
             {
@@ -148,7 +165,7 @@ class GraphMark:
         """
         root = self.path.parent
         try:
-            stored = _read_json(self.path)
+            stored = read_json_record(self.path)
             marked = None if stored is None else stored["observations"]
             if marked is not None and (not isinstance(marked, int) or marked < 0):
                 raise ValueError(f"observations={marked!r}")
@@ -239,7 +256,7 @@ def refuse_lost_graph(root: Path, graph_file: str, vector_dir: str) -> None:
     if _size(graph) or _size(wal):
         return
     try:
-        mark = _read_json(root / MARK_FILE) or {}
+        mark = read_json_record(root / MARK_FILE) or {}
     except ValueError:
         mark = {}
     held_rows = any((root / vector_dir).glob("*.lance/data/*.lance"))

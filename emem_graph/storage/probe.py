@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from emem_graph.errors import DamagedMemoryError, StorageError
-from emem_graph.storage.health import report_damage
+from emem_graph.storage.health import read_json_record, report_damage
 
 log = logging.getLogger(__name__)
 
@@ -211,8 +211,8 @@ def is_sealed(path: Path, *, unsealed_by: Sequence[Path] = ()) -> bool:
     try:
         if any(p.exists() and p.stat().st_size > 0 for p in unsealed_by):
             return False
-        seal = json.loads(seal_path(path).read_text(encoding="utf-8"))
-        return isinstance(seal, dict) and seal == _fingerprint(path)
+        seal = read_json_record(seal_path(path))
+        return seal is not None and seal == _fingerprint(path)
     except (OSError, ValueError):
         return False
 
@@ -492,7 +492,10 @@ def finish_rebuild(path: Path, *, read_only: bool) -> None:
             "interrupted while it swapped files; open the memory read-write once to finish it"
         )
     try:
-        stamp = json.loads(marker.read_text(encoding="utf-8"))["stamp"]
+        note = read_json_record(marker)
+        if note is None:
+            raise ValueError("it is gone")
+        stamp = note["stamp"]
         if not re.fullmatch(r"\d{8}T\d{6}Z", stamp):
             raise ValueError(f"not a time: {stamp!r}")
     except (OSError, ValueError, KeyError, TypeError) as exc:

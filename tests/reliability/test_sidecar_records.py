@@ -1,0 +1,144 @@
+"""The small files beside a memory's graph and vectors (mark, seals, rebuild note, rows a failed
+close kept), damaged in ways the damage matrix did not try, and a close whose last write fails.
+
+Each is either read and its rows kept, or refused with one EmemGraphError line; none blocks
+opening an intact memory, none is read whole when it has grown huge, and a read-only open
+never answers from a memory that still has acknowledged rows waiting to be written.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
+from emem_graph.errors import RecoveryNeededError, StorageError
+from emem_graph.explore.stats import format_stats, memory_stats
+from emem_graph.ingest.unwritten import UNWRITTEN_FILE, UnwrittenRows
+from emem_graph.storage import probe
+from emem_graph.storage.health import MARK_FILE, RECORD_MAX_BYTES, read_json_record
+from emem_graph.storage.store import GRAPH_FILE, VECTOR_DIR
+
+DEEP = "[" * 200_000 + "]" * 200_000  # past the JSON parser's recursion depth
+
+
+class FlakyEmbedder(HashingEmbedder):
+    """The hashing embedder, made unreachable on demand (an Ollama server going away)."""
+
+    broken = False
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if self.broken:
+            raise ConnectionError("embedder unreachable")
+        return super().embed(texts)
+
+
+def _config(path: Path) -> MemoryConfig:
+    return MemoryConfig(
+        db_path=str(path), maintenance_interval=None, flush_interval=600.0, flush_batch_size=100
+    )
+
+
+def _memory(path: Path, *, rows: int = 5) -> None:
+    with SpatioTemporalMemory(config=_config(path), embedding_provider=HashingEmbedder(384)) as m:
+        for i in range(rows):
+            m.add(f"row {i}", float(i), 0.0)
+
+
+def _count(path: Path, *, read_only: bool = False) -> int:
+    with SpatioTemporalMemory(
+        config=_config(path), embedding_provider=HashingEmbedder(384), read_only=read_only
+    ) as memory:
+        return memory.store.counts()["observations"]
+
+
+@pytest.mark.parametrize("line", ["[1, 2]", "null", "5", '"text"', DEEP])
+def test_a_kept_rows_file_with_a_line_that_is_no_row_is_refused_in_one_line(
+    tmp_path: Path, line: str
+) -> None:
+    # A JSON line that was not an object raised a bare AttributeError, deep nesting a bare
+    # RecursionError.
+    path = tmp_path / "mem"
+    _memory(path)
+    (path / UNWRITTEN_FILE).write_text(line + "\n")
+    with pytest.raises(StorageError, match="move it away") as refused:
+        SpatioTemporalMemory(config=_config(path), embedding_provider=HashingEmbedder(384))
+    assert len(str(refused.value).splitlines()) == 1
+    assert (path / UNWRITTEN_FILE).read_text() == line + "\n"  # left as it is
+
+
+@pytest.mark.parametrize(
+    "record",
+    [MARK_FILE, probe.seal_path(Path(GRAPH_FILE)).name, probe.seal_path(Path(VECTOR_DIR)).name],
+)
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_mark_or_seal_nested_past_the_parser_does_not_block_an_intact_memory(
+    tmp_path: Path, record: str, read_only: bool
+) -> None:
+    # A bare RecursionError, or "cannot open graph database ... restore it from a backup"
+    # for an intact graph whose seal alone was damaged.
+    path = tmp_path / "mem"
+    _memory(path)
+    (path / record).write_text(DEEP)
+    assert _count(path, read_only=read_only) == 5
+
+
+def test_a_record_grown_huge_is_damaged_without_being_read_whole(tmp_path: Path) -> None:
+    # A 1 GiB zero-filled mark took 2.3 GB of memory and 25-32 s to open.
+    path = tmp_path / "mem"
+    _memory(path)
+    with (path / MARK_FILE).open("wb") as mark:
+        mark.truncate(1 << 30)  # sparse: no disk used
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="larger than"):
+        read_json_record(path / MARK_FILE)
+    assert _count(path) == 5
+    assert time.monotonic() - started < 20.0  # bounded by the open, not by a 1 GiB read
+    assert (path / MARK_FILE).stat().st_size <= RECORD_MAX_BYTES  # rewritten at the open
+
+
+def test_a_close_whose_last_write_fails_says_where_the_rows_are_and_loses_none(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "mem"
+    embedder = FlakyEmbedder(384)
+    memory = SpatioTemporalMemory(config=_config(path), embedding_provider=embedder)
+    memory.add("warm up", 0.0, 0.0)
+    memory.flush()
+    for i in range(7):
+        memory.add(f"kept row {i}", 3.0, 3.0)
+    memory.add_entity("red chair", 1.0, 1.0)
+    embedder.broken = True
+    # The staged entity's write failed too, after the observations': its bare ConnectionError
+    # replaced the StorageError that names unwritten.jsonl.
+    with pytest.raises(StorageError, match=UNWRITTEN_FILE):
+        memory.close()
+    assert len(UnwrittenRows(path).load()) == 7
+    # Read-only, the memory would answer without seven acknowledged observations: refused,
+    # as for a vector journal still to replay; stats counts them.
+    with pytest.raises(RecoveryNeededError, match="read-write once"):
+        _count(path, read_only=True)
+    stats = memory_stats(path)
+    assert stats.unwritten_observations == 7
+    assert "left unwritten by a failed close" in format_stats(stats)
+    assert _count(path) == 8  # the read-write open wrote them
+    assert not (path / UNWRITTEN_FILE).exists()
+    assert memory_stats(path).unwritten_observations == 0
+    assert _count(path, read_only=True) == 8
+
+
+def test_a_failed_close_leaves_the_store_closed(tmp_path: Path) -> None:
+    path = tmp_path / "mem"
+    embedder = FlakyEmbedder(384)
+    memory = SpatioTemporalMemory(config=_config(path), embedding_provider=embedder)
+    memory.add("a row", 0.0, 0.0)
+    embedder.broken = True
+    with pytest.raises(StorageError):
+        memory.close()
+    assert os.path.exists(path / UNWRITTEN_FILE)
+    assert _count(path) == 1  # the directory is free: the failed close released it
