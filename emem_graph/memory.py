@@ -354,14 +354,22 @@ class SpatioTemporalMemory:
         try:
             self._consolidation.flush_entities()
         except Exception as exc:
+            staged = self._consolidation.resolver.staged_sightings()
+            if staged:
+                self._unwritten.keep([], [_sighting_entry(s, i) for s, i in staged])
             if stopped is not None:
-                log.error("closing: staged entity sightings could not be written either: %s", exc)
+                log.error(
+                    "closing: %d staged entity sightings could not be written either (%s); "
+                    "they are kept in %s too",
+                    len(staged),
+                    exc,
+                    self._unwritten.path,
+                )
                 return
-            if isinstance(exc, StorageError):
-                raise
             raise StorageError(
-                f"closing: staged entity sightings could not be written "
-                f"({type(exc).__name__}: {exc})"
+                f"closing: {len(staged)} staged entity sightings could not be written "
+                f"({type(exc).__name__}: {exc}); they are kept in {self._unwritten.path} and "
+                "written when the memory next opens read-write"
             ) from exc
 
     def _stop_buffer(self, buffer: IngestBuffer[_Pending | _EntitySighting]) -> None:
@@ -407,6 +415,26 @@ class SpatioTemporalMemory:
                 exc,
             )
             return
+        sightings = self._unwritten.load_sightings()
+        if sightings:
+            resolver = self._consolidation.resolver
+            try:
+                resolver.resolve(
+                    [_sighting_of(entry) for entry in sightings],
+                    stage=True,
+                    ids=[str(entry["entity_id"]) for entry in sightings],
+                )
+                self._consolidation.flush_entities()
+            except Exception as exc:
+                resolver.forget_staged()  # still in the file: never counted twice
+                log.warning(
+                    "the %d entity sightings kept in %s at the last close could not be "
+                    "written yet (%s); they stay there for the next open",
+                    len(sightings),
+                    self._unwritten.path,
+                    exc,
+                )
+                return
         self._unwritten.discard()
 
     @property
@@ -937,3 +965,45 @@ class _StayReads:
         return self._store.cached_read(
             key, lambda: whereabouts.missed_at(self._store, stay, layer, at)
         )
+
+
+MAX_KEPT_TEXT_CHARS = 10_000_000
+"""Bound on a kept sighting's name and metadata when read back (add_entity() checked them
+against the config of the memory that kept them)."""
+
+
+def _sighting_entry(sighting: Sighting, entity_id: str) -> dict[str, Any]:
+    """An add_entity() sighting as unwritten.jsonl keeps it, with the entity it resolved to."""
+    return {
+        "entity_id": entity_id,
+        "name": sighting.name,
+        "x": sighting.x,
+        "y": sighting.y,
+        "z": sighting.z,
+        "timestamp": sighting.timestamp,
+        "layer": sighting.layer,
+        "entity_type": sighting.entity_type,
+        "confidence": sighting.confidence,
+        "metadata": sighting.metadata,
+    }
+
+
+def _sighting_of(entry: dict[str, Any]) -> Sighting:
+    """The sighting _sighting_entry kept (checked as add_entity() checks its arguments).
+
+    Raises:
+        InvalidInputError: a field is not what add_entity() accepts (the file was edited).
+    """
+    return Sighting(
+        name=validation.name("name", entry["name"], MAX_KEPT_TEXT_CHARS),
+        x=validation.coordinate("x", entry["x"]),
+        y=validation.coordinate("y", entry["y"]),
+        z=validation.coordinate("z", entry["z"]),
+        timestamp=validation.timestamp("timestamp", entry["timestamp"]),
+        layer=validation.name("layer_name", entry["layer"]),
+        entity_type=None
+        if entry["entity_type"] is None
+        else validation.name("entity_type", entry["entity_type"]),
+        confidence=validation.confidence(entry["confidence"]),
+        metadata=validation.metadata(entry["metadata"], MAX_KEPT_TEXT_CHARS),
+    )

@@ -234,13 +234,22 @@ class EntityResolver:
         """Entity ids by normalised name (the candidates of a move)."""
         self._splits: list[dict[str, Any]] = []
         """Written OBSERVED_IN edges to hand from one entity to another (split_observed_in)."""
+        self._staged_sightings: list[tuple[Sighting, str]] = []
+        """The sightings staged since the last write and the entity each resolved to (what a
+        failed close keeps: staged_sightings)."""
         self.moves = 0
         self.splits = 0
         self.set_aside: Callable[[Entity, BaseException], None] | None = None
         """Keeps an entity the graph cannot write (durably, or raises); None: a failed
         flush stays staged whole and is retried."""
 
-    def resolve(self, sightings: Sequence[Sighting], *, stage: bool = False) -> list[str]:
+    def resolve(
+        self,
+        sightings: Sequence[Sighting],
+        *,
+        stage: bool = False,
+        ids: Sequence[str] | None = None,
+    ) -> list[str]:
         """Merge or create an entity per sighting; returns the entity id of each sighting, in
         order.
 
@@ -250,6 +259,9 @@ class EntityResolver:
                 with the next flush() instead of now: how add_entity() stays as cheap as add().
                 Without it, everything staged so far is written together with this batch, in
                 one graph transaction.
+            ids: the entity each sighting resolved to before (sightings a failed close kept):
+                merged into that entity when it exists, else created under that id, so the
+                id add_entity() returned names the entity written.
 
         Raises:
             StorageError: the write failed; the result stays staged and the next write retries.
@@ -263,11 +275,15 @@ class EntityResolver:
             links = self._staged_links
             for index in sorted(range(len(sightings)), key=lambda i: sightings[i].timestamp):
                 sighting = sightings[index]
-                match = self._best_match(sighting, table, self._grid)
+                given = None if ids is None else ids[index]
+                if given is not None:
+                    match = table.get(given)
+                else:
+                    match = self._best_match(sighting, table, self._grid)
+                    if match is None:
+                        match = self._moved(sighting, table)
                 if match is None:
-                    match = self._moved(sighting, table)
-                if match is None:
-                    match = self._create(sighting)
+                    match = self._create(sighting, given)
                     table[match.entity.id] = match
                     self._named[names.normalize(match.entity.name)].add(match.entity.id)
                 else:
@@ -287,9 +303,30 @@ class EntityResolver:
                         sighting.observation_id, (set(), sighting.timestamp)
                     )
                     members.add(match.entity.id)
-            if not stage:
+            if stage:
+                self._staged_sightings.extend(zip(sightings, resolved, strict=True))
+            else:
                 self.flush()
             return resolved
+
+    def staged_sightings(self) -> list[tuple[Sighting, str]]:
+        """The sightings staged and not yet written, each with the entity it resolved to."""
+        with self._lock:
+            return list(self._staged_sightings)
+
+    def forget_staged(self) -> None:
+        """Drop every staged change: the table is read again from the graph (the truth) on
+        the next use (a replay of kept sightings whose write failed: the file still holds
+        them, and keeping them here too would count them twice)."""
+        with self._lock:
+            self._dirty.clear()
+            self._staged_links.clear()
+            self._staged_together.clear()
+            self._staged_sightings.clear()
+            self._splits.clear()
+            self._table = None
+            self._grid = _Grid(self.radius)
+            self._named = defaultdict(set)
 
     def flush(self) -> int:
         """Write every staged entity change (in one graph transaction, then one vector write).
@@ -300,6 +337,7 @@ class EntityResolver:
         """
         with self._lock:
             if not self._dirty and not self._staged_links:
+                self._staged_sightings.clear()
                 return 0
             table = self._loaded()
             dirty = [table[i] for i in self._dirty]
@@ -316,6 +354,7 @@ class EntityResolver:
             self._staged_links.clear()
             self._staged_together.clear()
             self._splits.clear()
+            self._staged_sightings.clear()
             return len(dirty)
 
     def names_to_embed(self) -> list[str]:
@@ -372,6 +411,7 @@ class EntityResolver:
         self._store.apply(self._change([], {}, together))
         self._staged_together.clear()
         self._splits.clear()
+        self._staged_sightings.clear()
         if failed:
             self._table = None
             self._grid = _Grid(self.radius)
@@ -429,9 +469,9 @@ class EntityResolver:
 
     # --- updating ------------------------------------------------------------------------------
 
-    def _create(self, sighting: Sighting) -> _Tracked:
+    def _create(self, sighting: Sighting, entity_id: str | None = None) -> _Tracked:
         entity = Entity(
-            id=uuid.uuid4().hex,
+            id=entity_id if entity_id is not None else uuid.uuid4().hex,
             name=" ".join(sighting.name.split()),
             entity_type=sighting.entity_type,
             x=sighting.x,

@@ -112,13 +112,14 @@ def test_a_close_whose_last_write_fails_says_where_the_rows_are_and_loses_none(
     memory.flush()
     for i in range(7):
         memory.add(f"kept row {i}", 3.0, 3.0)
-    memory.add_entity("red chair", 1.0, 1.0)
+    chair = memory.add_entity("red chair", 1.0, 1.0)
     embedder.broken = True
     # The staged entity's write failed too, after the observations': its bare ConnectionError
     # replaced the StorageError that names unwritten.jsonl.
     with pytest.raises(StorageError, match=UNWRITTEN_FILE):
         memory.close()
     assert len(UnwrittenRows(path).load()) == 7
+    assert [s["entity_id"] for s in UnwrittenRows(path).load_sightings()] == [chair]
     # Read-only, the memory would answer without seven acknowledged observations: refused,
     # as for a vector journal still to replay; stats counts them.
     with pytest.raises(RecoveryNeededError, match="read-write once"):
@@ -126,10 +127,43 @@ def test_a_close_whose_last_write_fails_says_where_the_rows_are_and_loses_none(
     stats = memory_stats(path)
     assert stats.unwritten_observations == 7
     assert "left unwritten by a failed close" in format_stats(stats)
-    assert _count(path) == 8  # the read-write open wrote them
+    assert _count(path) == 8  # the read-write open wrote them, and the chair
     assert not (path / UNWRITTEN_FILE).exists()
+    assert _entity(path, chair) == ("red chair", 1)
     assert memory_stats(path).unwritten_observations == 0
     assert _count(path, read_only=True) == 8
+
+
+def test_sightings_a_close_could_not_write_are_kept_under_the_ids_add_entity_returned(
+    tmp_path: Path,
+) -> None:
+    # Staged add_entity() sightings went with the process when their write failed at close:
+    # the id the caller got named no entity after a reopen.
+    path = tmp_path / "mem"
+    with SpatioTemporalMemory(config=_config(path), embedding_provider=HashingEmbedder(384)) as m:
+        lamp = m.add_entity("reading lamp", 5.0, 5.0)
+    embedder = FlakyEmbedder(384)
+    memory = SpatioTemporalMemory(config=_config(path), embedding_provider=embedder)
+    again = memory.add_entity("reading lamp", 5.1, 5.0)  # merges into the lamp
+    mug = memory.add_entity("green mug", 9.0, 9.0)  # a new entity
+    assert again == lamp
+    embedder.broken = True
+    with pytest.raises(StorageError, match="2 staged entity sightings could not be written"):
+        memory.close()
+    broken = FlakyEmbedder(384)
+    broken.broken = True
+    SpatioTemporalMemory(config=_config(path), embedding_provider=broken).close()
+    assert len(UnwrittenRows(path).load_sightings()) == 2  # still failing: kept, not counted
+    assert _entity(path, lamp) == ("reading lamp", 2)
+    assert _entity(path, mug) == ("green mug", 1)
+    assert not (path / UNWRITTEN_FILE).exists()
+    assert _entity(path, lamp) == ("reading lamp", 2)  # written once
+
+
+def _entity(path: Path, entity_id: str) -> tuple[str, int] | None:
+    with SpatioTemporalMemory(config=_config(path), embedding_provider=HashingEmbedder(384)) as m:
+        entity = m.store.get_entity(entity_id)
+        return None if entity is None else (entity.name, entity.observation_count)
 
 
 def test_a_failed_close_leaves_the_store_closed(tmp_path: Path) -> None:
