@@ -290,3 +290,16 @@ def test_episodes_ended_at_one_clock_time_follow_one_another(tmp_path):
         )
     follows = {row["a"]: row["b"] for row in rows}
     assert follows == {ids[i]: ids[i - 1] for i in range(1, 5)}
+
+
+@pytest.mark.parametrize("read", ["get_observation", "get_episode", "get_gist"])
+def test_an_id_that_is_no_valid_text_is_bad_input_not_a_storage_failure(tmp_path, read):
+    # A lone surrogate reached the engine's binding, which refused to cast it: StorageError
+    # "graph query failed: Unable to cast Python instance of type <class 'str'> ...".
+    with SpatioTemporalMemory(str(tmp_path / "m"), embedding_provider=HashingEmbedder(384)) as m:
+        m.add("a cup", 0.0, 0.0)
+        with pytest.raises(InvalidInputError, match="not valid Unicode") as refused:
+            getattr(m.store, read)("\ud800")
+        assert not isinstance(refused.value, StorageError)
+        assert len(str(refused.value).splitlines()) == 1
+        assert m.store.counts()["observations"] == 1

@@ -9,7 +9,9 @@ from pathlib import Path
 from emem_graph.errors import (
     DamagedMemoryError,
     DatabaseLockedError,
+    EmemGraphError,
     GraphEngineMismatchError,
+    InvalidInputError,
     ReadOnlyMemoryError,
     StorageError,
 )
@@ -44,9 +46,20 @@ def damaged_values(path: Path | None, what: str, exc: Exception) -> DamagedMemor
     )
 
 
-def engine_error(what: str, exc: Exception) -> StorageError:
+UNCASTABLE_TEXT = "Unable to cast Python instance of type <class 'str'>"
+"""The engine's binding refusing a text parameter it cannot encode (a lone surrogate)."""
+
+
+def engine_error(what: str, exc: Exception) -> EmemGraphError:
     """The emem_graph error for an engine error: ReadOnlyMemoryError when Kuzu refused a write
-    because the database is open read-only, else a StorageError."""
+    because the database is open read-only, InvalidInputError when a text given to the query
+    is not valid Unicode, else a StorageError."""
+    if UNCASTABLE_TEXT in str(exc):
+        return InvalidInputError(
+            f"{what}: a text given to it is not valid Unicode (a lone surrogate such as "
+            "'\\ud800' cannot be stored or looked up): give valid text (nothing was read or "
+            "written)"
+        )
     if READ_ONLY_REFUSAL in str(exc):
         return ReadOnlyMemoryError(
             f"{what}: the graph engine refused a write, the memory is open read-only "
