@@ -254,8 +254,9 @@ class SpatioTemporalMemory:
         elif self.read_only and self._unwritten.exists():
             # Answering without them would be answering from a memory that lost them.
             raise RecoveryNeededError(
-                f"the memory {self._store.root} holds observations a failed close left "
-                f"unwritten ({self._unwritten.path.name}), which a read-only open cannot "
+                f"the memory {self._store.root} holds observations or entity sightings a "
+                f"failed close left unwritten ({self._unwritten.path.name}), which a "
+                "read-only open cannot "
                 "write: open it read-write once (and close it), then read-only"
             )
 
@@ -333,7 +334,10 @@ class SpatioTemporalMemory:
             try:
                 self._consolidation.stop()
                 if not self.read_only:
-                    self._flush_entities_at_close(stopped)
+                    try:
+                        self._flush_entities_at_close(stopped)
+                    except StorageError as exc:
+                        stopped = exc  # raised below, once the rest is closed
                 for capability in self._capabilities:
                     capability.close()
                 if "tools" in self.__dict__:  # built on first use (functools.cached_property)

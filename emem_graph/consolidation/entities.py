@@ -260,8 +260,8 @@ class EntityResolver:
                 Without it, everything staged so far is written together with this batch, in
                 one graph transaction.
             ids: the entity each sighting resolved to before (sightings a failed close kept):
-                merged into that entity when it exists, else created under that id, so the
-                id add_entity() returned names the entity written.
+                one that was new then is created under that id, so the id add_entity()
+                returned names the entity written; the others are matched as any sighting.
 
         Raises:
             StorageError: the write failed; the result stays staged and the next write retries.
@@ -276,9 +276,8 @@ class EntityResolver:
             for index in sorted(range(len(sightings)), key=lambda i: sightings[i].timestamp):
                 sighting = sightings[index]
                 given = None if ids is None else ids[index]
-                if given is not None:
-                    match = table.get(given)
-                else:
+                match = None
+                if given is None or given in table:  # matched as then: moves stay moves
                     match = self._best_match(sighting, table, self._grid)
                     if match is None:
                         match = self._moved(sighting, table)
@@ -347,7 +346,12 @@ class EntityResolver:
             except StorageError as exc:
                 if self.set_aside is None:
                     raise
-                return self._flush_apart(dirty, exc)
+                try:
+                    return self._flush_apart(dirty, exc)
+                finally:  # what was written apart is no longer staged
+                    self._staged_sightings = [
+                        (s, i) for s, i in self._staged_sightings if i in self._dirty
+                    ]
             for tracked in dirty:
                 _written(tracked)
             self._dirty.clear()

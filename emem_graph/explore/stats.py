@@ -81,8 +81,8 @@ class MemoryStats(BaseModel):
     """Observations accepted at the door that the store could not write, set aside in
     rejected.jsonl (never retried in front of the others)."""
     unwritten_observations: int = 0
-    """Observations a failed close kept in unwritten.jsonl: the next read-write open writes
-    them (until then a read-only open is refused)."""
+    """Observations and add_entity() sightings a failed close kept in unwritten.jsonl: the
+    next read-write open writes them (until then a read-only open is refused)."""
 
     health: dict[str, int] = {}
     """Damage found on opening the memory and repaired or reported (storage/health.py):

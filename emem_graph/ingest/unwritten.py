@@ -109,13 +109,14 @@ class UnwrittenRows:
 
 
 def count_unwritten(directory: str | Path) -> int:
-    """Observation lines of ``unwritten.jsonl`` in a memory's directory (0 when there is
-    none): the observations a failed close kept, written by the next read-write open."""
+    """Lines of ``unwritten.jsonl`` in a memory's directory (0 when there is none): the
+    observations and entity sightings a failed close kept, written by the next read-write
+    open."""
     path = Path(directory) / UNWRITTEN_FILE
     if not path.is_file():
         return 0
-    with path.open("rb") as lines:  # an entity sighting's line starts as keep() writes it
-        return sum(1 for line in lines if line.strip() and not line.startswith(b'{"sighting"'))
+    with path.open("rb") as lines:
+        return sum(1 for line in lines if line.strip())
 
 
 def _line(observation: Observation, vector: np.ndarray | None) -> str:

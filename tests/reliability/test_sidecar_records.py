@@ -125,7 +125,7 @@ def test_a_close_whose_last_write_fails_says_where_the_rows_are_and_loses_none(
     with pytest.raises(RecoveryNeededError, match="read-write once"):
         _count(path, read_only=True)
     stats = memory_stats(path)
-    assert stats.unwritten_observations == 7
+    assert stats.unwritten_observations == 8  # seven observations and the chair
     assert "left unwritten by a failed close" in format_stats(stats)
     assert _count(path) == 8  # the read-write open wrote them, and the chair
     assert not (path / UNWRITTEN_FILE).exists()
@@ -176,3 +176,50 @@ def test_a_failed_close_leaves_the_store_closed(tmp_path: Path) -> None:
         memory.close()
     assert os.path.exists(path / UNWRITTEN_FILE)
     assert _count(path) == 1  # the directory is free: the failed close released it
+
+
+def _refuse_graph_writes(memory: SpatioTemporalMemory) -> None:
+    """The graph refuses every write from now on (a disk gone)."""
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise StorageError("graph write failed (injected)")
+
+    memory._store.apply = refused  # type: ignore[method-assign]
+    memory._store.check_writable = refused  # type: ignore[method-assign]
+
+
+def test_a_kept_sighting_that_was_a_move_is_written_as_the_move(tmp_path: Path) -> None:
+    # Replayed under its kept id it was merged as a plain sighting: the mug seen at 20 m after
+    # a look missed it at 0 m ended up at 10 m, where it never was.
+    path = tmp_path / "mem"
+    with SpatioTemporalMemory(config=_config(path), embedding_provider=HashingEmbedder(384)) as m:
+        mug = m.add_entity("red mug", 0.0, 0.0, timestamp=1000.0)
+    memory = SpatioTemporalMemory(config=_config(path), embedding_provider=HashingEmbedder(384))
+    memory.add("the robot looks at the kitchen counter", 0.5, 0.0, timestamp=1040.0)
+    memory.flush()
+    assert memory.add_entity("red mug", 20.0, 0.0, timestamp=1050.0) == mug
+    _refuse_graph_writes(memory)
+    with pytest.raises(StorageError, match="staged entity sightings could not be written"):
+        memory.close()
+    with SpatioTemporalMemory(config=_config(path), embedding_provider=HashingEmbedder(384)) as m:
+        entity = m.store.get_entity(mug)
+        assert entity is not None and abs(entity.x - 20.0) < 0.01
+
+
+def test_a_close_whose_sightings_fail_still_closes_every_capability(tmp_path: Path) -> None:
+    path = tmp_path / "mem"
+    memory = SpatioTemporalMemory(config=_config(path), embedding_provider=HashingEmbedder(384))
+    memory.add_entity("green mug", 9.0, 9.0)
+    closed: list[str] = []
+    for capability in [*memory._capabilities, memory.tools]:
+        original = capability.close
+
+        def close(original: object = original, name: str = type(capability).__name__) -> None:
+            closed.append(name)
+            original()  # type: ignore[operator]
+
+        capability.close = close  # type: ignore[method-assign]
+    _refuse_graph_writes(memory)
+    with pytest.raises(StorageError):
+        memory.close()
+    assert len(closed) == len(memory._capabilities) + 1
