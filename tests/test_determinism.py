@@ -162,8 +162,13 @@ def test_rows_of_one_time_are_listed_by_id_before_and_after_a_reopen(tmp_path: P
         )
 
     with opened() as memory:
-        for i, dt in enumerate(offsets):
-            memory.add(f"thing number {i}", float(i), 0.0, timestamp=t0 + dt, layer_name="cam")
+        added = [
+            (
+                t0 + dt,
+                memory.add(f"thing number {i}", float(i), 0.0, timestamp=t0 + dt, layer_name="cam"),
+            )
+            for i, dt in enumerate(offsets)
+        ]
         memory.flush()
         written = answers(memory)
         by_cypher = memory.store.graph.query(
@@ -182,6 +187,9 @@ def test_rows_of_one_time_are_listed_by_id_before_and_after_a_reopen(tmp_path: P
             },
         )
         in_process = memory.store.index.in_window(time_after=None, time_before=None, limit=5)
+        boxed = [o.id for o in memory.store.observations_in_box(-1, 20, -1, 1, limit=5)]
+    assert boxed == [i for _, i in sorted(added)[:5]]  # oldest first, ties by id
     with opened() as memory:
         assert answers(memory) == written
+        assert [o.id for o in memory.store.observations_in_box(-1, 20, -1, 1, limit=5)] == boxed
     assert in_process == [row["id"] for row in by_cypher]  # the same read, the same rows

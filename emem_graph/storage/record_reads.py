@@ -84,19 +84,14 @@ class RecordReads:
         include_body_state: bool = False,
         limit: int | None = None,
     ) -> list[Observation]:
-        """Observations within ``radius`` of (x, y), nearest first (box scan, exact circle)."""
-        rows = self.graph.query(
-            "observations_in_box",
-            {
-                "xmin": x - radius,
-                "xmax": x + radius,
-                "ymin": y - radius,
-                "ymax": y + radius,
-                "layer": layer,
-                "time_after": time_after,
-                "time_before": time_before,
-                "include_body_state": include_body_state,
-            },
+        """Observations within ``radius`` of (x, y), nearest first (box scan, exact circle;
+        ties by id)."""
+        rows = self._box_rows(
+            (x - radius, x + radius, y - radius, y + radius),
+            layer=layer,
+            time_after=time_after,
+            time_before=time_before,
+            include_body_state=include_body_state,
         )
         scored = [(((r["x"] - x) ** 2 + (r["y"] - y) ** 2) ** 0.5, r["id"]) for r in rows]
         inside = sorted((d, i) for d, i in scored if d <= radius)
@@ -107,24 +102,39 @@ class RecordReads:
     def observations_in_box(
         self, xmin: float, xmax: float, ymin: float, ymax: float, *, limit: int | None = None
     ) -> list[Observation]:
-        """Perception observations inside an axis-aligned box, oldest first."""
-        rows = self.graph.query(
+        """Perception observations inside an axis-aligned box, oldest first (ties by id, so
+        that the order is the same after a reopen)."""
+        rows = self._box_rows((xmin, xmax, ymin, ymax))
+        rows.sort(key=lambda r: (r["timestamp"], r["id"]))
+        if limit is not None:
+            rows = rows[:limit]
+        return self.get_observations([r["id"] for r in rows])
+
+    def _box_rows(
+        self,
+        box: tuple[float, float, float, float],
+        *,
+        layer: str | None = None,
+        time_after: float | None = None,
+        time_before: float | None = None,
+        include_body_state: bool = False,
+    ) -> list[dict[str, Any]]:
+        """The rows (id, x, y, timestamp) of the observations inside ``box`` (xmin, xmax,
+        ymin, ymax), unordered."""
+        xmin, xmax, ymin, ymax = box
+        return self.graph.query(
             "observations_in_box",
             {
                 "xmin": xmin,
                 "xmax": xmax,
                 "ymin": ymin,
                 "ymax": ymax,
-                "layer": None,
-                "time_after": None,
-                "time_before": None,
-                "include_body_state": False,
+                "layer": layer,
+                "time_after": time_after,
+                "time_before": time_before,
+                "include_body_state": include_body_state,
             },
         )
-        rows.sort(key=lambda r: r["timestamp"])
-        if limit is not None:
-            rows = rows[:limit]
-        return self.get_observations([r["id"] for r in rows])
 
     def observations_in_time(
         self,
