@@ -36,7 +36,7 @@ EXTENT_MARGIN = 0.5
 def split_at_gaps(observations: Sequence[Observation], window: float) -> list[list[Observation]]:
     """Observations in time order, split wherever two consecutive ones are more than
     ``window`` seconds apart."""
-    ordered = sorted(observations, key=lambda o: o.timestamp)
+    ordered = sorted(observations, key=lambda o: (o.timestamp, o.id))
     chunks: list[list[Observation]] = []
     for observation in ordered:
         if chunks and observation.timestamp - chunks[-1][-1].timestamp <= window:
@@ -162,7 +162,7 @@ class GistTexts:
 
     def write(self, observations: Sequence[Observation]) -> str:
         """The text of a gist of ``observations`` (any layers)."""
-        ordered = sorted(observations, key=lambda o: o.timestamp)
+        ordered = sorted(observations, key=lambda o: (o.timestamp, o.id))
         vectors = self._vectors(ordered)
         answer = self._ask(ordered, vectors) if self._guard.enabled else None
         if answer is not None:
@@ -178,7 +178,7 @@ class GistTexts:
         parts = [t for t in texts if t]
         if len(parts) <= 1:
             return parts[0] if parts else ""
-        ordered = sorted(observations, key=lambda o: o.timestamp)
+        ordered = sorted(observations, key=lambda o: (o.timestamp, o.id))
         tail = self._footer(ordered)
         if self._guard.enabled:
             answer = self._checked(self._guard.call("summarize", list(parts)), parts, tail)

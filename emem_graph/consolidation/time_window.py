@@ -62,7 +62,7 @@ def cluster_observations(
     pieces: list[list[Observation]] = []
     for group in groups.values():
         pieces.extend(p for p in split_at_gaps(group, window) if len(p) >= min_samples)
-    pieces.sort(key=lambda p: p[0].timestamp)
+    pieces.sort(key=lambda p: (p[0].timestamp, p[0].id))
     return pieces
 
 

@@ -68,7 +68,7 @@ def ground_object(store: MemoryStore, embed: Embed, obj: ObjectNode) -> list[tup
         # spiral notebook with the orange cover") beats a bare "notebook" of similar score.
         shared = len((set(content_words(entity.name)) - {head_noun(entity.name)}) & said)
         ranked.append((score + min(shared, 2) * MODIFIER_BONUS, entity.id, score))
-    ranked.sort(key=lambda item: -item[0])
+    ranked.sort(key=lambda item: (-item[0], item[1]))
     passing = [(entity_id, score) for _, entity_id, score in ranked]
     limit = MAX_CATEGORY_MEMBERS if obj.granularity == "category" else 1
     return passing[:limit]

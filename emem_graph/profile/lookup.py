@@ -57,7 +57,7 @@ def ranked_hits(
         if strip_possessive(knowledge.alias).lower() in lowered:
             total += MENTION_BONUS
         ranked.append((total, knowledge))
-    ranked.sort(key=lambda pair: -pair[0])
+    ranked.sort(key=lambda pair: (-pair[0], pair[1].id))
     return [
         ProfileHit(
             knowledge=knowledge,

@@ -77,7 +77,7 @@ class MapKeeper:
         to the graph once WRITE_LINKS links wait)."""
         points = [
             TrajectoryPoint(o.id, o.x, o.y, o.z, o.timestamp)
-            for o in sorted(observations, key=lambda o: o.timestamp)
+            for o in sorted(observations, key=lambda o: (o.timestamp, o.id))
             if o.source_type not in (INTEROCEPTION, AGENT_NOTE)
         ]
         if not points:
