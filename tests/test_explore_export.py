@@ -17,7 +17,9 @@ from stepped_memory import START, SteppedMemory
 
 from emem_graph import HashingEmbedder
 from emem_graph.cli import main
+from emem_graph.explore.export import export_memory
 from emem_graph.outputs import DIRECTORY_MARKER, FILE_MANIFEST
+from emem_graph.retrieval.timeparse import TimeParseError
 
 KITCHEN = (1.0, 2.0)
 HALL = (20.0, 20.0)
@@ -414,6 +416,52 @@ def test_export_refuses_bad_arguments_with_a_message(
     assert main(["-q", "export", str(memory.directory), *argv]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_export_refuses_a_swapped_time_window_as_the_tools_do(
+    memory: Remembered, tmp_path: Path
+) -> None:
+    """The tools' parse_time_window check and message: the bounds as given, and 'swap them'."""
+    out = tmp_path / "swapped.json"
+    with pytest.raises(TimeParseError, match="swap them") as raised:
+        export_memory(
+            memory.directory, out, "json", time_after="-10m", time_before="-1h", progress=False
+        )
+    assert "time_after ('-10m') is later than time_before ('-1h')" in str(raised.value)
+    assert "\n" not in str(raised.value)
+    assert not out.exists()
+    with pytest.raises(TimeParseError, match="swap them"):
+        export_memory(memory.directory, out, "json", time_after=START + 30, time_before=START)
+    assert not out.exists()
+
+
+def test_export_command_refuses_a_swapped_time_window_in_one_line(
+    memory: Remembered, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "swapped.json"
+    argv = ["-q", "export", str(memory.directory), "--format", "json", str(out)]
+    assert main([*argv, "--after", "-10m", "--before", "-1h"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("emem-graph: error: the time window is empty: ")
+    assert "time_after ('-10m') is later than time_before ('-1h'); swap them" in err
+    assert err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_export_takes_a_window_whose_bounds_are_equal(
+    memory: Remembered, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """As parse_time_window: start == end is a window of one instant (bounds inclusive)."""
+    last = stats_of(capsys, memory.directory)["last_observation_time"]
+    summary = export_memory(
+        memory.directory,
+        tmp_path / "instant.json",
+        "json",
+        time_after=last,
+        time_before=last,
+        progress=False,
+    )
+    assert summary.nodes["Observation"] == 1
 
 
 def test_export_and_stats_refuse_a_directory_without_a_memory(

@@ -16,6 +16,7 @@ from emem_graph.cli import main
 from emem_graph.explore import map_drawing
 from emem_graph.explore.map_drawing import MapGist, _gist_patch
 from emem_graph.explore.mapping import MapSummary, render_map
+from emem_graph.retrieval.timeparse import TimeParseError
 
 START = 1_763_800_000.0  # 2025-11-22, a real date: the title shows it
 STEP_SECONDS = 2.0
@@ -236,6 +237,46 @@ def test_bad_inputs_exit_2_with_a_clear_message(
     err = capsys.readouterr().err
     assert err.startswith("emem-graph: error: ") and message in err
     assert not out.exists()
+
+
+def test_a_swapped_time_window_is_refused_as_the_tools_do(patrol: Patrol, tmp_path: Path) -> None:
+    """The tools' parse_time_window check and message: the bounds as given, and 'swap them'."""
+    out = tmp_path / "swapped.png"
+    with pytest.raises(TimeParseError, match="swap them") as raised:
+        render_map(patrol.directory, out, time_after="-10m", time_before="-1h", progress=False)
+    assert "time_after ('-10m') is later than time_before ('-1h')" in str(raised.value)
+    assert "\n" not in str(raised.value)
+    with pytest.raises(TimeParseError, match="swap them"):
+        render_map(
+            patrol.directory, out, time_after=patrol.patrol_end, time_before=START, progress=False
+        )
+    assert not out.exists()
+
+
+def test_the_map_command_refuses_a_swapped_time_window_in_one_line(
+    patrol: Patrol, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "swapped.png"
+    assert _run(str(patrol.directory), str(out), "--after", "-10m", "--before", "-1h") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("emem-graph: error: the time window is empty: ")
+    assert "time_after ('-10m') is later than time_before ('-1h'); swap them" in err
+    assert err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_a_window_whose_bounds_are_equal_is_drawn(patrol: Patrol, tmp_path: Path) -> None:
+    """As parse_time_window: start == end is a window of one instant (bounds inclusive)."""
+    instant = patrol.times[0]
+    summary = render_map(
+        patrol.directory,
+        tmp_path / "instant.png",
+        time_after=instant,
+        time_before=instant,
+        layers=["camera"],
+        progress=False,
+    )
+    assert summary.observations == 1 and not summary.empty
 
 
 def test_bad_paths_exit_2_with_a_clear_message(

@@ -41,7 +41,7 @@ from emem_graph.explore.selection import (
 )
 from emem_graph.filters import VectorFilter
 from emem_graph.outputs import claim_directory, claim_file, write_replacing
-from emem_graph.retrieval.timeparse import parse_optional_time
+from emem_graph.retrieval.timeparse import parse_time_window
 from emem_graph.storage.vectors import VectorStore
 
 ExportFormat = Literal["graphml", "json", "parquet", "csv"]
@@ -124,7 +124,9 @@ def export_memory(
 
     Raises:
         InvalidInputError: an unknown format, vectors asked for another format than parquet,
-            a bad filter, a directory that holds no memory, an output that cannot be written;
+            a bad filter (a TimeParseError for a time that cannot be parsed, or a window whose
+            time_after is later than its time_before), a directory that holds no memory, an
+            output that cannot be written;
             an output inside a memory directory (or the memory itself, also through a symlink
             or ``..``), a symbolic link, an existing file no export wrote (or one changed
             since, or one with other hard links; in a directory's export too, checked for
@@ -144,10 +146,11 @@ def export_memory(
     else:
         _claim_table_files(target, format, (*NODE_TABLES, *REL_TABLES))
     with ReadOnlyMemory(directory) as memory:
-        now = _memory_now(memory)
+        # A window that ends before it starts is refused as the tools refuse it (swap them).
+        after, before = parse_time_window(time_after, time_before, _memory_now(memory))
         where = ExportFilter(
-            time_after=parse_optional_time(time_after, now, name="time_after"),
-            time_before=parse_optional_time(time_before, now, name="time_before"),
+            time_after=after,
+            time_before=before,
             area=area,
             layer=layer,
             episode_id=episode_id,
