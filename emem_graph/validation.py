@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -80,8 +81,19 @@ def text(name: str, value: Any, max_chars: int) -> str:
 
 
 def name(label: str, value: Any, max_chars: int = 256) -> str:
-    """A short identifier-like string (layer, source type, episode name)."""
-    return text(label, value, max_chars).strip()
+    """A short identifier-like string (layer, source type, episode name, entity name and
+    type): one line, without line breaks or other control characters (a tool prints it inside
+    a record's line, where a line break would forge another record's line)."""
+    value = text(label, value, max_chars).strip()
+    if not value.isprintable():
+        for position, character in enumerate(value):
+            if unicodedata.category(character) in ("Cc", "Zl", "Zp"):
+                raise InvalidInputError(
+                    f"{label} holds the control character {character!r} at position "
+                    f"{position}; a {label} is one line of text (line breaks, tabs and "
+                    "escape codes are refused)"
+                )
+    return value
 
 
 def confidence(value: Any) -> float:

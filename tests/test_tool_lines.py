@@ -111,3 +111,47 @@ def test_filling_lines_stops_when_the_records_run_out_or_at_the_bound() -> None:
     asked.clear()
     assert len(records_for_lines(endless, 10)) == LINE_FILL_MAX_RECORDS
     assert asked[-1] == LINE_FILL_MAX_RECORDS
+
+
+def test_one_text_two_square_metres_apart_by_centimetres_reads_as_one_line(
+    tmp_path: Path,
+) -> None:
+    # 0.99 and 1.01 lie in two square metres and both read "(1.0,0.0)": two identical lines.
+    config = MemoryConfig(
+        db_path=str(tmp_path / "mem"), maintenance_interval=None, entity_extraction=False
+    )
+    with SpatioTemporalMemory(
+        config=config, embedding_provider=HashingEmbedder(384), get_current_time=lambda: T + 10
+    ) as memory:
+        memory.add("a red cup on the table", 0.99, 0.0, timestamp=T)
+        memory.add("a red cup on the table", 1.01, 0.0, timestamp=T)
+        memory.add("a red cup on the table", 1.04, 0.0, timestamp=T + 1)  # shown (1.0,0.0) too
+        memory.add("a red cup on the table", 7.0, 0.0, timestamp=T + 2)
+        for answer in (
+            memory.semantic_search("red cup", n_results=5),
+            memory.spatial_query(1.0, 0.0, radius=10.0, n_results=5),
+            memory.temporal_query(n_results=5),
+        ):
+            lines = answer.splitlines()
+            assert len(lines) == 2, answer
+            assert any("(1.0,0.0)" in line and "(x3," in line for line in lines), answer
+            assert any("(7.0,0.0)" in line for line in lines), answer
+
+
+def test_recent_context_keeps_one_line_per_place_of_a_text(tmp_path: Path) -> None:
+    # Recent grouped by text alone and showed the first position: the kitchen's sighting read
+    # as the office's, "(50.0,0.0) a red cup on the table (x2)".
+    config = MemoryConfig(
+        db_path=str(tmp_path / "mem"), maintenance_interval=None, entity_extraction=False
+    )
+    with SpatioTemporalMemory(
+        config=config, embedding_provider=HashingEmbedder(384), get_current_time=lambda: T + 60
+    ) as memory:
+        memory.add("a red cup on the table", 0.0, 0.0, timestamp=T)
+        memory.add("a red cup on the table", 50.0, 0.0, timestamp=T + 10)
+        memory.add("a red cup on the table", 50.2, 0.0, timestamp=T + 20)
+        recent = memory.get_current_context().split("Recent", 1)[1].splitlines()
+        cups = [line for line in recent if "red cup" in line]
+        assert len(cups) == 2, recent
+        assert any("(0.0,0.0)" in line and "(x" not in line for line in cups), cups
+        assert any("(50." in line and "(x2)" in line for line in cups), cups

@@ -31,6 +31,7 @@ from emem_graph.filters import VectorFilter
 from emem_graph.gate import while_open
 from emem_graph.models import INTEROCEPTION, Entity, Gist, Observation
 from emem_graph.retrieval.dispatch import tool_method
+from emem_graph.retrieval.formatting import one_line
 
 if TYPE_CHECKING:
     from emem_graph.config import MemoryConfig
@@ -354,13 +355,14 @@ class AreaMemory:
     def global_search(self, query: str, n_results: int = 3, n_walks: int = 3) -> str:
         """Tree walk for an implicit or global question: chains leaf -> root, best first."""
         if not self.built:
-            return f"No memories found for: {query}"
+            return f"No memories found for: {one_line(query)}"
         result = self.search(query, max(n_walks, n_results))
         chains = [c for c in result.chains if c.leaf is not None][:n_results]
         if not chains:
-            return f"No memories found for: {query}"
+            return f"No memories found for: {one_line(query)}"
         header = (
-            f"Global search for '{query}': {len(chains)} chain{'s' if len(chains) != 1 else ''}"
+            f"Global search for '{one_line(query)}': {len(chains)} "
+            f"chain{'s' if len(chains) != 1 else ''}"
             f" (memory -> site; the walk scored {result.visited} nodes, areas and memories, "
             f"of {len(self._forest.areas)} areas over {self._forest_leaves()} memories):"
         )

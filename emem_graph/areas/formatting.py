@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from emem_graph.areas.forest import Area
 from emem_graph.areas.walk import Chain
-from emem_graph.retrieval.formatting import format_record
+from emem_graph.retrieval.formatting import format_record, one_line
 
 INDENT = "   "
 
@@ -14,7 +14,7 @@ def format_area(area: Area) -> str:
     x0, x1, y0, y1 = area.box
     return (
         f"[area/L{area.level}] ({area.x:.1f},{area.y:.1f}) "
-        f"[x {x0:.1f}..{x1:.1f}, y {y0:.1f}..{y1:.1f}] [{area.count} obs] {area.text}"
+        f"[x {x0:.1f}..{x1:.1f}, y {y0:.1f}..{y1:.1f}] [{area.count} obs] {one_line(area.text)}"
     )
 
 

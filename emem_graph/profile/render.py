@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from emem_graph.profile.models import OBJECT_SEMANTICS, KnowledgeNode, ObjectNode
 from emem_graph.profile.storage import ProfileSnapshot
+from emem_graph.retrieval.formatting import one_line
 
 
 def render(knowledge: KnowledgeNode, snapshot: ProfileSnapshot) -> str:
@@ -19,7 +20,7 @@ def render(knowledge: KnowledgeNode, snapshot: ProfileSnapshot) -> str:
     if knowledge.subtype == OBJECT_SEMANTICS:
         objects = [snapshot.objects[o] for o in knowledge.object_ids if o in snapshot.objects]
         body = "; ".join(_object_phrase(o, with_name=True) for o in objects) or "(no objects)"
-        return f"[object] {knowledge.alias} ({user}): {body}."
+        return one_line(f"[object] {knowledge.alias} ({user}): {body}.")
     steps = "; ".join(f"{i}) {p.text}" for i, p in enumerate(knowledge.patterns, start=1))
     line = f"[routine] {knowledge.alias} ({user}): {steps or '(no steps)'}."
     seen: dict[str, ObjectNode] = {}
@@ -30,7 +31,7 @@ def render(knowledge: KnowledgeNode, snapshot: ProfileSnapshot) -> str:
     grounded = [_object_phrase(o, with_name=True) for o in seen.values() if o.groundings]
     if grounded:
         line += " Objects: " + "; ".join(grounded) + "."
-    return line
+    return one_line(line)
 
 
 def _object_phrase(obj: ObjectNode, *, with_name: bool) -> str:

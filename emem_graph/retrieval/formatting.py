@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -131,6 +132,19 @@ _FAST_TIME_RANGE = (-30_610_224_000.0, 253_402_300_798.0)
 before 1000 print unpadded through strftime: they take datetime's path)."""
 
 
+_CONTROL_RUN = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
+def one_line(text: str) -> str:
+    """``text`` as it may stand in one line of a tool's answer: each run of line breaks and
+    other control characters (CR, LF, vertical tab, U+2028, a terminal's ESC colour codes)
+    read as one space. What is stored keeps them; only the answer a planner reads is one line
+    per record, so that a stored text cannot forge another record's line."""
+    if text.isprintable():
+        return text
+    return _CONTROL_RUN.sub(" ", text)
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def format_time(timestamp: float) -> str:
     """UTC ``YYYY-mm-dd HH:MM:SS`` (simulation time 0.0 reads as 1970-01-01 00:00:00). Kept
@@ -152,21 +166,25 @@ def format_time(timestamp: float) -> str:
 def format_observation(o: Observation) -> str:
     """``[{layer}] ({x},{y}) [{time}] {text}``"""
     noted([o])
-    return f"[{o.layer_name}] ({o.x:.1f},{o.y:.1f}) [{format_time(o.timestamp)}] {o.text}"
+    return (
+        f"[{one_line(o.layer_name)}] ({o.x:.1f},{o.y:.1f}) [{format_time(o.timestamp)}] "
+        f"{one_line(o.text)}"
+    )
 
 
 def format_entity(e: Entity) -> str:
     """``[entity/{type or 'object'}] ({x},{y}) [seen {count}x] {name}``"""
     noted([e])
-    kind = e.entity_type or "object"
-    return f"[entity/{kind}] ({e.x:.1f},{e.y:.1f}) [seen {e.observation_count}x] {e.name}"
+    kind = one_line(e.entity_type or "object")
+    return f"[entity/{kind}] ({e.x:.1f},{e.y:.1f}) [seen {e.observation_count}x] {one_line(e.name)}"
 
 
 def format_gist(g: Gist) -> str:
     """``[gist/{layer or 'cross-layer'}] ({x},{y}) [{n} obs] {text}``"""
     noted([g])
-    layer = g.layer_name or "cross-layer"
-    return f"[gist/{layer}] ({g.x:.1f},{g.y:.1f}) [{g.source_observation_count} obs] {g.text}"
+    layer = one_line(g.layer_name or "cross-layer")
+    count = g.source_observation_count
+    return f"[gist/{layer}] ({g.x:.1f},{g.y:.1f}) [{count} obs] {one_line(g.text)}"
 
 
 def format_record(record: Observation | Gist | Entity) -> str:
@@ -187,22 +205,26 @@ def format_by_layer(observations: list[Observation], *, with_coordinates: bool) 
     """One ``  [{layer}] {text}`` line per distinct text of a layer (layers sorted; within a
     layer in the order given), ``  [{layer}] ({x},{y}) {text}`` with the position of its first
     observation when ``with_coordinates``; a text observed several times reads once, with
-    ``(x{n})`` — a planner reads no line twice."""
+    ``(x{n})`` — a planner reads no line twice. With coordinates, a text is one line per
+    place (as collapse_records groups: the same square metre, or the same position as shown),
+    never one line naming one of two places."""
     by_layer: dict[str, list[list[Observation]]] = {}
-    keys: dict[tuple[str, str], list[Observation]] = {}
+    keys: dict[tuple[object, ...], list[Observation]] = {}
     for o in noted(observations):
-        key = (o.layer_name, text_key(o.text))
-        if key in keys:
-            keys[key].append(o)
-            continue
-        keys[key] = [o]
-        by_layer.setdefault(o.layer_name, []).append(keys[key])
+        group = _group_of(keys, o, placed=with_coordinates)
+        if group is None:
+            keys[_cell_key(o)] = keys[_shown_key(o)] = group = []
+            if not with_coordinates:
+                keys[("text", o.layer_name, text_key(o.text))] = group
+            by_layer.setdefault(o.layer_name, []).append(group)
+        group.append(o)
     lines: list[str] = []
     for layer in sorted(by_layer):
         for group in by_layer[layer]:
             first = group[0]
             where = f"({first.x:.1f},{first.y:.1f}) " if with_coordinates else ""
-            lines.append(f"  [{layer}] {where}{first.text}{times_suffix(len(group))}")
+            text = one_line(first.text)
+            lines.append(f"  [{one_line(layer)}] {where}{text}{times_suffix(len(group))}")
     return lines
 
 
@@ -245,25 +267,51 @@ def collapse_records(
     the robot can go to (grouping every "a coffee mug" of an area into one line left one
     position of ten)."""
     groups: dict[tuple[object, ...], list[Observation | Gist | Entity]] = {}
+    ordered: list[list[Observation | Gist | Entity]] = []
     for record in records:
         if isinstance(record, Observation):
-            key: tuple[object, ...] = (
-                "o",
-                record.layer_name,
-                text_key(record.text),
-                math.floor(record.x),
-                math.floor(record.y),
-            )
-        elif isinstance(record, Gist):
-            key = ("g", text_key(record.text))
+            group = _group_of(groups, record, placed=True)
+            if group is None:
+                groups[_cell_key(record)] = groups[_shown_key(record)] = group = []
+                ordered.append(group)
         else:
-            key = ("e", record.id)
-        groups.setdefault(key, []).append(record)
+            key = ("g", text_key(record.text)) if isinstance(record, Gist) else ("e", record.id)
+            group = groups.get(key)
+            if group is None:
+                groups[key] = group = []
+                ordered.append(group)
+        group.append(record)
     items = []
-    for group in groups.values():
+    for group in ordered:
         times = [_time_of(r) for r in group]
         items.append((group[0], len(group), min(times), max(times)))
     return items
+
+
+def _cell_key(o: Observation) -> tuple[object, ...]:
+    """An observation's text and layer in its square metre."""
+    return ("o", o.layer_name, text_key(o.text), math.floor(o.x), math.floor(o.y))
+
+
+def _shown_key(o: Observation) -> tuple[object, ...]:
+    """An observation's text and layer at its position as a line shows it (0.1 m): 0.99 and
+    1.01 lie in two square metres and read alike, "(1.0,0.0)"."""
+    return ("shown", o.layer_name, text_key(o.text), f"{o.x:.1f}", f"{o.y:.1f}")
+
+
+def _group_of(
+    groups: dict[tuple[object, ...], list[Any]], o: Observation, *, placed: bool
+) -> list[Any] | None:
+    """The group ``o`` joins: the one of its square metre, else the one whose line would
+    read as its own; without ``placed``, the one of its text and layer anywhere."""
+    if not placed:
+        return groups.get(("text", o.layer_name, text_key(o.text)))
+    group = groups.get(_cell_key(o))
+    if group is None:
+        group = groups.get(_shown_key(o))
+        if group is not None:
+            groups[_cell_key(o)] = group
+    return group
 
 
 LINE_FILL_MAX_RECORDS = 2_000
@@ -339,7 +387,7 @@ def format_body_status(readings: list[Observation], now: float) -> str:
         return "No body state data available."
     lines = ["Body Status:"]
     lines.extend(
-        f"  [{r.layer_name}] {r.text} ({format_age(now - r.timestamp)} ago)"
+        f"  [{one_line(r.layer_name)}] {one_line(r.text)} ({format_age(now - r.timestamp)} ago)"
         for r in noted(readings)
     )
     return "\n".join(lines)
@@ -349,7 +397,8 @@ def format_episode(episode: Episode, count: int, first: float | None, last: floa
     """``[{name}] ({status}) {gist or '(no summary)'}`` and, when it holds observations,
     ``  ({n} observations from {t_first} to {t_last})``."""
     noted([episode])
-    line = f"[{episode.name}] ({episode.status}) {episode.gist or '(no summary)'}"
+    gist = one_line(episode.gist) if episode.gist else "(no summary)"
+    line = f"[{one_line(episode.name)}] ({one_line(episode.status)}) {gist}"
     if count and first is not None and last is not None:
         line += f"\n  ({count} observations from {format_time(first)} to {format_time(last)})"
     return line

@@ -16,6 +16,7 @@ from emem_graph.retrieval.formatting import (
     format_by_layer,
     format_time,
     noted,
+    one_line,
     text_key,
     times_suffix,
 )
@@ -81,15 +82,15 @@ def recall_block(
     gists = [g for g in gists if keep(g, "summary")]
     entities = [e for e in entities if keep(e, "entity")]
     lines = [
-        f"About '{about.label}' — location ({circle.x:.1f}, {circle.y:.1f}), "
+        f"About '{one_line(about.label)}' — location ({circle.x:.1f}, {circle.y:.1f}), "
         f"radius {circle.radius:.1f}m:"
     ]
-    tag = f" ('{about.label}')" if parts > 1 else ""
+    tag = f" ('{one_line(about.label)}')" if parts > 1 else ""
     current, earlier = _sightings(placed, observations)
     if current or earlier:
         assert placed.entity is not None and placed.stay is not None
         observations = [o for o in observations if o not in current and o not in earlier]
-        name, stay = placed.entity.name, placed.stay
+        name, stay = one_line(placed.entity.name), placed.stay
         lines.append(
             f"Current sightings{tag} ({name} is here now: since "
             f"{format_time(stay.first_seen)}, last seen {format_time(stay.last_seen)}):"
@@ -115,7 +116,8 @@ def recall_block(
     others = [_counted(count, kind) for kind, count in left.items() if count]
     if others:
         lines.append(
-            f"Also within {circle.radius:.1f}m, not among the matches for '{about.label}': "
+            f"Also within {circle.radius:.1f}m, not among the matches for "
+            f"'{one_line(about.label)}': "
             f"{', '.join(others)} (spatial_query lists them)."
         )
     if again:
@@ -140,7 +142,8 @@ def _relevant(about: About, records: list[Any]) -> set[str]:
 def entity_short(entity: Entity) -> str:
     """An entity's short line: type, name and sightings (noted as rendered)."""
     noted([entity])
-    return f"[{entity.entity_type or 'object'}] {entity.name} (seen {entity.observation_count}x)"
+    kind, name = one_line(entity.entity_type or "object"), one_line(entity.name)
+    return f"[{kind}] {name} (seen {entity.observation_count}x)"
 
 
 def _sightings(
@@ -204,6 +207,6 @@ def gist_lines(gists: list[Gist], prefix: str, *, with_layer: bool = False) -> l
     lines = []
     for group in groups.values():
         gist = group[0]
-        layer = f"[{gist.layer_name or 'cross-layer'}] " if with_layer else ""
-        lines.append(f"{prefix}{layer}{gist.text}{times_suffix(len(group))}")
+        layer = f"[{one_line(gist.layer_name or 'cross-layer')}] " if with_layer else ""
+        lines.append(f"{prefix}{layer}{one_line(gist.text)}{times_suffix(len(group))}")
     return lines

@@ -29,6 +29,7 @@ from emem_graph.retrieval.formatting import (
     format_time,
     noted,
     numbered,
+    one_line,
     records_for_lines,
     source_label,
     unique_lines,
@@ -502,8 +503,8 @@ class RetrievalTools(ServedTools):
                 )
             )
         if not blocks:
-            return f"No memories found for: {query}"
-        blocks.extend(f"No memories found for: {part}" for part in missing)
+            return f"No memories found for: {one_line(query)}"
+        blocks.extend(f"No memories found for: {one_line(part)}" for part in missing)
         return "\n".join(unique_lines("\n".join(blocks).splitlines()))
 
     @tool_method
