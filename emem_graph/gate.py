@@ -1,5 +1,7 @@
 """CallGate: the memory's public calls against close(), so that a call racing close() either
-finishes on open stores or raises MemoryClosedError, never a store's own error."""
+finishes on open stores or raises MemoryClosedError, never a store's own error; and the two
+other wrappers of the facade's methods (writes: refused on a read-only memory; Delegated: the
+same-named method of one of its parts)."""
 
 from __future__ import annotations
 
@@ -8,11 +10,13 @@ import os
 import threading
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Protocol, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, cast, overload
 
-from emem_graph.errors import MemoryClosedError
+from emem_graph.errors import MemoryClosedError, ReadOnlyMemoryError
 
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class CallGate:
@@ -121,3 +125,50 @@ def while_open(fn: F) -> F:
             return fn(self, *args, **kwargs)
 
     return call  # type: ignore[return-value]
+
+
+def writes(method: F) -> F:
+    """Mark a facade method that writes: on a memory opened read-only (``self.read_only``) it
+    raises ReadOnlyMemoryError before anything is touched."""
+
+    @functools.wraps(method)
+    def refusing(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.read_only:
+            raise ReadOnlyMemoryError(
+                f"{method.__name__}: refused, the memory {self.config.db_path} is open "
+                "read-only (read_only=True): nothing was written; open it without read_only "
+                "to write"
+            )
+        return method(self, *args, **kwargs)
+
+    return cast(F, refusing)
+
+
+class Delegated(Generic[P, R]):
+    """A facade method that is the same-named method of one of the memory's parts (its
+    retrieval tools, places, areas, profile): signature, defaults and docstring are the part's,
+    written once there. On the class it is the part's function (for inspection)."""
+
+    def __init__(self, part: str, method: Callable[Concatenate[Any, P], R]) -> None:
+        self._part = part
+        self._method = method
+        self._name = method.__name__
+        self.__doc__ = method.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        if name != self._name:
+            raise TypeError(f"facade method {name} delegates to a method named {self._name}")
+
+    @overload
+    def __get__(self, memory: None, owner: type) -> Callable[Concatenate[Any, P], R]: ...
+
+    @overload
+    def __get__(self, memory: object, owner: type | None = None) -> Callable[P, R]: ...
+
+    def __get__(
+        self, memory: object | None, owner: type | None = None
+    ) -> Callable[P, R] | Callable[Concatenate[Any, P], R]:
+        if memory is None:
+            return self._method
+        bound: Callable[P, R] = getattr(getattr(memory, self._part), self._name)
+        return bound

@@ -7,11 +7,10 @@ import logging
 import threading
 import time
 import uuid
-from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, cast, overload
+from typing import Any
 
 import numpy as np
 
@@ -20,27 +19,23 @@ from emem_graph.areas import AreaMemory
 from emem_graph.capability import Capability
 from emem_graph.config import DEFAULT_DB_PATH, MemoryConfig
 from emem_graph.config import settle as settle_config
-from emem_graph.consolidation import reads, whereabouts
 from emem_graph.consolidation.engine import ConsolidationEngine
 from emem_graph.consolidation.entities import Sighting
+from emem_graph.consolidation.stay_reads import StayReads
 from emem_graph.errors import (
     EmbeddingDimensionError,
     InvalidInputError,
     MemoryClosedError,
     ReadOnlyMemoryError,
-    RecoveryNeededError,
     StorageError,
 )
-from emem_graph.gate import CallGate, while_open
+from emem_graph.gate import CallGate, Delegated, while_open, writes
 from emem_graph.ingest.buffer import IngestBuffer
+from emem_graph.ingest.embedding_cache import EmbeddingCache
 from emem_graph.ingest.embeddings import EmbeddingProvider, make_embedder
-from emem_graph.ingest.rejected import RejectedRows
-from emem_graph.ingest.unwritten import UnwrittenRows
 from emem_graph.models import (
     AGENT_NOTE,
     INTEROCEPTION,
-    Entity,
-    EntityPosition,
     Episode,
     Observation,
 )
@@ -48,74 +43,9 @@ from emem_graph.profile import UserProfile
 from emem_graph.retrieval.tools import RetrievalTools
 from emem_graph.spatial import SpatialTools
 from emem_graph.storage.store import MemoryStore
+from emem_graph.writer import ENTITY_SIGHTING, Item, MemoryWriter, Pending
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class _Pending:
-    observation: Observation
-    embedding: np.ndarray | None
-
-
-class _EntitySighting:
-    """A buffer item marking a staged add_entity(): the flush that takes it writes the staged
-    entity changes, so they follow the same time bound as observations and a count bound of
-    their own (IngestBuffer's ``kind``: flush_batch_size sightings)."""
-
-
-_ENTITY_SIGHTING = _EntitySighting()
-
-F = TypeVar("F", bound=Callable[..., Any])
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _writes(method: F) -> F:
-    """Mark a facade method that writes: on a memory opened read-only it raises
-    ReadOnlyMemoryError before anything is touched."""
-
-    @functools.wraps(method)
-    def refusing(self: SpatioTemporalMemory, *args: Any, **kwargs: Any) -> Any:
-        if self.read_only:
-            raise ReadOnlyMemoryError(
-                f"{method.__name__}: refused, the memory {self.config.db_path} is open "
-                "read-only (read_only=True): nothing was written; open it without read_only "
-                "to write"
-            )
-        return method(self, *args, **kwargs)
-
-    return cast(F, refusing)
-
-
-class _Delegated(Generic[P, R]):
-    """A facade method that is the same-named method of one of the memory's parts (its
-    retrieval tools, places, areas, profile): signature, defaults and docstring are the part's,
-    written once there. On the class it is the part's function (for inspection)."""
-
-    def __init__(self, part: str, method: Callable[Concatenate[Any, P], R]) -> None:
-        self._part = part
-        self._method = method
-        self._name = method.__name__
-        self.__doc__ = method.__doc__
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        if name != self._name:
-            raise TypeError(f"facade method {name} delegates to a method named {self._name}")
-
-    @overload
-    def __get__(self, memory: None, owner: type) -> Callable[Concatenate[Any, P], R]: ...
-
-    @overload
-    def __get__(self, memory: object, owner: type | None = None) -> Callable[P, R]: ...
-
-    def __get__(
-        self, memory: object | None, owner: type | None = None
-    ) -> Callable[P, R] | Callable[Concatenate[Any, P], R]:
-        if memory is None:
-            return self._method
-        bound: Callable[P, R] = getattr(getattr(memory, self._part), self._name)
-        return bound
 
 
 class SpatioTemporalMemory:
@@ -184,8 +114,9 @@ class SpatioTemporalMemory:
             time.time if get_current_time is None else validation.checked_clock(get_current_time)
         )
         self._clock()  # a clock that gives no time is refused before anything opens
-        self._embed_lock = threading.Lock()
-        self._embedding_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._embeddings = EmbeddingCache(self.embedder, config.embedding_cache_size)
+        self._embed_lock = self._embeddings.lock
+        self._embedding_cache = self._embeddings.entries
         self._state_lock = threading.RLock()
         self._closed = False
         self._gate = CallGate()  # public calls vs close(): MemoryClosedError, never a store error
@@ -231,34 +162,21 @@ class SpatioTemporalMemory:
         self.profile = UserProfile(self, self._store, clock=self._clock)
         """Users' personal knowledge (facts, routines) grounded in entities (emem_graph.profile)."""
         self._capabilities.append(self.profile)
-        self._rejected = RejectedRows(self._store.root)
-        self._set_aside_ids: set[str] = set()
-        self._consolidation.resolver.set_aside = self._set_aside_entity
-        # No flush thread for a read-only memory: nothing can be added to it.
-        self._buffer: IngestBuffer[_Pending | _EntitySighting] | None = (
-            None
-            if self.read_only
-            else IngestBuffer(
-                self._write_batch,
-                clock=self._clock,
-                batch_size=config.flush_batch_size,
-                interval=config.flush_interval,
-                set_aside=self._set_aside,
-                probe=self._probe_storage,
-                kind=type,
-            )
+        self._writer = MemoryWriter(
+            self._store,
+            self._consolidation,
+            config,
+            embed=self.embed,
+            embedder=self.embedder,
+            embed_lock=self._embed_lock,
+            clock=self._clock,
+            capabilities=self._capabilities,
+            warm_entity_lines=lambda entities: self.tools.warm_entity_lines(entities),
+            read_only=self.read_only,
         )
-        self._unwritten = UnwrittenRows(self._store.root)
-        if self._buffer is not None and self._unwritten.exists():
-            self._write_unwritten()
-        elif self.read_only and self._unwritten.exists():
-            # Answering without them would be answering from a memory that lost them.
-            raise RecoveryNeededError(
-                f"the memory {self._store.root} holds observations or entity sightings a "
-                f"failed close left unwritten ({self._unwritten.path.name}), which a "
-                "read-only open cannot "
-                "write: open it read-write once (and close it), then read-only"
-            )
+        # No flush thread for a read-only memory: nothing can be added to it.
+        self._buffer = self._writer.buffer
+        self._writer.open()
 
     def _abandon(self) -> None:
         """Stop and close whatever a failed construction opened (never raises)."""
@@ -298,7 +216,7 @@ class SpatioTemporalMemory:
         """Make everything added so far durable (eMEM's save())."""
         self.flush()
 
-    @_writes
+    @writes
     @while_open
     def catch_up(self) -> None:
         """Flush, then bring what the capabilities derive from the memory up to date (the
@@ -326,8 +244,7 @@ class SpatioTemporalMemory:
         stopped: StorageError | None = None
         try:
             try:
-                if self._buffer is not None:
-                    self._stop_buffer(self._buffer)
+                self._writer.stop()
             except StorageError as exc:
                 stopped = exc  # raised below, after the rest is closed: it says where
         finally:
@@ -335,7 +252,7 @@ class SpatioTemporalMemory:
                 self._consolidation.stop()
                 if not self.read_only:
                     try:
-                        self._flush_entities_at_close(stopped)
+                        self._writer.flush_entities_at_close(stopped)
                     except StorageError as exc:
                         stopped = exc  # raised below, once the rest is closed
                 for capability in self._capabilities:
@@ -347,100 +264,6 @@ class SpatioTemporalMemory:
         if stopped is not None:
             raise stopped
 
-    def _flush_entities_at_close(self, stopped: StorageError | None) -> None:
-        """Write the staged entity sightings; when the observations' last write failed too,
-        a failure here is logged beside that error instead of replacing it (its message says
-        where the observations are kept).
-
-        Raises:
-            StorageError: the sightings could not be written (the observations were).
-        """
-        try:
-            self._consolidation.flush_entities()
-        except Exception as exc:
-            staged = self._consolidation.resolver.staged_sightings()
-            if staged:
-                self._unwritten.keep([], [_sighting_entry(s, i) for s, i in staged])
-            if stopped is not None:
-                log.error(
-                    "closing: %d staged entity sightings could not be written either (%s); "
-                    "they are kept in %s too",
-                    len(staged),
-                    exc,
-                    self._unwritten.path,
-                )
-                return
-            raise StorageError(
-                f"closing: {len(staged)} staged entity sightings could not be written "
-                f"({type(exc).__name__}: {exc}); they are kept in {self._unwritten.path} and "
-                "written when the memory next opens read-write"
-            ) from exc
-
-    def _stop_buffer(self, buffer: IngestBuffer[_Pending | _EntitySighting]) -> None:
-        """Stop the flush thread and write what waits; rows the last write cannot store (the
-        embedder or the storage fails as a whole) are kept in unwritten.jsonl for the next open.
-
-        Raises:
-            StorageError: the last write failed (the rows are kept, the message says where),
-                or they could not be kept either.
-        """
-        try:
-            buffer.stop()
-        except Exception as exc:
-            left = [(i.observation, i.embedding) for i in buffer.drain() if isinstance(i, _Pending)]
-            if not left:
-                raise StorageError(f"closing: the last write failed: {exc}") from exc
-            self._unwritten.keep(left)
-            raise StorageError(
-                f"closing: {len(left)} observations could not be written "
-                f"({type(exc).__name__}: {exc}); they are kept in {self._unwritten.path} and "
-                "written when the memory next opens read-write"
-            ) from exc
-
-    def _write_unwritten(self) -> None:
-        """Write the rows a failed close kept (unwritten.jsonl), then remove the file. Rows
-        stored already (the file outlived their write) are skipped; when the write fails as a
-        whole the file stays for the next open and the memory opens without them."""
-        assert self._buffer is not None
-        rows = self._unwritten.load()
-        stored = {o.id for o in self._store.get_observations([o.id for o, _ in rows])}
-        for observation, vector in rows:
-            if observation.id not in stored:
-                self._buffer.add(_Pending(observation, vector))
-        try:
-            self._buffer.flush()
-        except Exception as exc:
-            self._buffer.drain()  # still in the file
-            log.warning(
-                "the %d observations kept in %s at the last close could not be written yet "
-                "(%s); they stay there for the next open",
-                len(rows),
-                self._unwritten.path,
-                exc,
-            )
-            return
-        sightings = self._unwritten.load_sightings()
-        if sightings:
-            resolver = self._consolidation.resolver
-            try:
-                resolver.resolve(
-                    [_sighting_of(entry) for entry in sightings],
-                    stage=True,
-                    ids=[str(entry["entity_id"]) for entry in sightings],
-                )
-                self._consolidation.flush_entities()
-            except Exception as exc:
-                resolver.forget_staged()  # still in the file: never counted twice
-                log.warning(
-                    "the %d entity sightings kept in %s at the last close could not be "
-                    "written yet (%s); they stay there for the next open",
-                    len(sightings),
-                    self._unwritten.path,
-                    exc,
-                )
-                return
-        self._unwritten.discard()
-
     @property
     def store(self) -> MemoryStore:
         """The store with eMEM's read helpers (get_observation, get_episode, ...); flushed first
@@ -450,7 +273,7 @@ class SpatioTemporalMemory:
 
     # --- writing -------------------------------------------------------------------------------
 
-    @_writes
+    @writes
     @while_open
     def add(
         self,
@@ -488,14 +311,14 @@ class SpatioTemporalMemory:
             tier="working",
         )
         vector = None if embedding is None else validation.embedding(embedding, self.embedder.dim)
-        self._ingest().add(_Pending(observation, vector))
+        self._ingest().add(Pending(observation, vector))
         with self._state_lock:
             self._working.append(observation)
             if source_type not in (INTEROCEPTION, AGENT_NOTE):
                 self._position = observation.coordinates
         return observation.id
 
-    @_writes
+    @writes
     def add_body_state(
         self,
         text: str,
@@ -521,7 +344,7 @@ class SpatioTemporalMemory:
             metadata=metadata,
         )
 
-    @_writes
+    @writes
     @while_open
     def add_entity(
         self,
@@ -557,7 +380,7 @@ class SpatioTemporalMemory:
             metadata=validation.metadata(metadata, self.config.max_metadata_chars),
         )
         entity_id = self._consolidation.add_entity(sighting)
-        self._ingest().add(_ENTITY_SIGHTING)
+        self._ingest().add(ENTITY_SIGHTING)
         return entity_id
 
     # --- episodes ------------------------------------------------------------------------------
@@ -568,7 +391,7 @@ class SpatioTemporalMemory:
         with self._state_lock:
             return self._episode_stack[-1] if self._episode_stack else None
 
-    @_writes
+    @writes
     @while_open
     def start_episode(
         self,
@@ -615,7 +438,7 @@ class SpatioTemporalMemory:
             self._episode_stack.append(episode.id)
             return episode.id
 
-    @_writes
+    @writes
     def end_episode(self, consolidate: bool = True, wait: bool = False) -> str | None:
         """End the innermost active episode; returns its id, or None when none is active.
 
@@ -648,7 +471,7 @@ class SpatioTemporalMemory:
         """The consolidation engine (gists, tiers, entities, its worker and counters)."""
         return self._consolidation
 
-    @_writes
+    @writes
     @while_open
     def consolidate_time_window(self) -> list[str]:
         """Consolidate short-term observations older than consolidation_window that belong to
@@ -659,7 +482,7 @@ class SpatioTemporalMemory:
         self.flush()
         return self._consolidation.consolidate_time_window()
 
-    @_writes
+    @writes
     @while_open
     def maintenance(self) -> int:
         """Archive long-term observations older than archive_after_seconds: their raw text and
@@ -668,7 +491,7 @@ class SpatioTemporalMemory:
         self._check_open()
         return self._consolidation.maintenance()
 
-    @_writes
+    @writes
     @while_open
     def extract_entities(self) -> int:
         """Extract entities from every observation still waiting for it, now (normally done
@@ -691,8 +514,9 @@ class SpatioTemporalMemory:
         """The ``n`` most recent observations (default working_memory_size), oldest first."""
         with self._state_lock:
             recent = list(self._working)
-        if self._set_aside_ids:
-            recent = [o for o in recent if o.id not in self._set_aside_ids]
+        set_aside = self._writer.set_aside_ids
+        if set_aside:
+            recent = [o for o in recent if o.id not in set_aside]
         if n is None:
             return recent
         if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
@@ -707,27 +531,7 @@ class SpatioTemporalMemory:
             InvalidInputError: ``texts`` is not a list of strings (one string alone is refused,
                 not embedded letter by letter), or a text UTF-8 cannot encode.
         """
-        texts = validation.text_list("texts", texts)
-        with self._embed_lock:
-            cache = self._embedding_cache
-            fresh: dict[str, np.ndarray] = {}
-            missing = [t for t in dict.fromkeys(texts) if t not in cache]
-            if missing:
-                vectors = np.asarray(self.embedder.embed(missing), dtype=np.float32)
-                fresh = {t: v.copy() for t, v in zip(missing, vectors, strict=True)}
-            out = np.empty((len(texts), self.embedder.dim), dtype=np.float32)
-            for i, text in enumerate(texts):
-                vector = fresh.get(text)
-                if vector is None:
-                    vector = cache[text]
-                    cache.move_to_end(text)
-                out[i] = vector
-            size = self.config.embedding_cache_size
-            if size:
-                cache.update(fresh)
-                while len(cache) > size:
-                    cache.popitem(last=False)
-            return out
+        return self._embeddings.embed(validation.text_list("texts", texts))
 
     # --- internals -----------------------------------------------------------------------------
 
@@ -736,7 +540,7 @@ class SpatioTemporalMemory:
         the memory is closed; close() waits for the calls inside."""
         return self._gate
 
-    def _ingest(self) -> IngestBuffer[_Pending | _EntitySighting]:
+    def _ingest(self) -> IngestBuffer[Item]:
         if self._buffer is None:  # the write methods refused first (_writes)
             raise ReadOnlyMemoryError("the memory is open read-only: nothing can be added")
         return self._buffer
@@ -777,94 +581,11 @@ class SpatioTemporalMemory:
                 episode_id, max(start, last if last is not None else start), "interrupted"
             )
 
-    def _write_batch(self, items: list[_Pending | _EntitySighting]) -> int:
-        batch = [item for item in items if isinstance(item, _Pending)]
-        sightings = len(batch) < len(items)
-        if batch:
-            self._write_observations(batch, self._names_to_embed() if sightings else [])
-        if sightings:
-            try:
-                self._consolidation.flush_entities()
-            except Exception as exc:  # staged still; the next flush() retries and raises
-                log.warning("writing entity sightings failed (will retry): %s", exc)
-            else:
-                self._warm_entity_lines()
-        return len(batch)
-
-    def _warm_entity_lines(self) -> None:
-        # entity_query's lines of the entities just written, made here on the writer's
-        # thread rather than by the next question (RetrievalTools.warm_entity_lines).
-        try:
-            changed = self._store.entities.take_changed()
-            if changed:
-                self._store.entities.prepare()
-                self.tools.warm_entity_lines(changed)
-        except Exception:  # written already; a question makes the lines itself
-            log.exception("making entity lines after a write failed")
-
-    def _set_aside(self, item: _Pending | _EntitySighting, error: BaseException) -> None:
-        # An observation that fails alone in a working store (IngestBuffer) is kept in
-        # rejected.jsonl, not retried in front of the others; an OSError here keeps it queued.
-        if not isinstance(item, _Pending):
-            return  # a staged-entity marker: its write logs and retries by itself
-        observation = item.observation
-        self._rejected.set_aside(
-            "observation", observation.id, observation.model_dump(), error, self._clock()
-        )
-        # Not under _state_lock: end_episode() holds it while it flushes (a deadlock with the
-        # flush thread); adding to a set is atomic, get_recent() leaves these ids out.
-        self._set_aside_ids.add(observation.id)
-
-    def _set_aside_entity(self, entity: Entity, error: BaseException) -> None:
-        # An entity change the graph refuses alone (EntityResolver) is kept like a row.
-        self._rejected.set_aside("entity", entity.id, entity.model_dump(), error, self._clock())
-
-    def _probe_storage(self) -> None:
-        # Content-free: the embedder (past the cache) and a graph write transaction. When
-        # these fail, a failed batch is the storage's fault and no row is set aside.
-        with self._embed_lock:  # models are not thread-safe (see embed)
-            self.embedder.embed(["storage probe"])
-        self._store.check_writable()
-
     @property
     def rejected_observations(self) -> int:
         """Rows set aside in ``rejected.jsonl`` of the memory's directory: observations (and
         entity changes) accepted at the door, then refused by the store; over every session."""
-        return self._rejected.count()
-
-    def _names_to_embed(self) -> list[str]:
-        # The entity names the flush after this batch embeds, when the embedding cache keeps
-        # them until then (_write_observations embeds them with the texts).
-        size = self.config.embedding_cache_size
-        names = self._consolidation.resolver.names_to_embed()
-        return names if len(names) <= size else []
-
-    def _write_observations(self, batch: list[_Pending], names: Sequence[str] = ()) -> None:
-        """Write a batch of observations, embedding those without a vector; ``names`` (entity
-        names the flush writes next) are embedded in the same model call, into the cache."""
-        missing = [i for i, p in enumerate(batch) if p.embedding is None]
-        vectors = np.zeros((len(batch), self.embedder.dim), dtype=np.float32)
-        if missing or names:
-            texts = [batch[i].observation.text for i in missing]
-            vectors[missing] = self.embed([*texts, *names])[: len(texts)]
-        for i, pending in enumerate(batch):
-            if pending.embedding is not None:
-                vectors[i] = pending.embedding
-        self._store.write_observations([p.observation for p in batch], vectors)
-        for pending in batch:
-            pending.observation.tier = "short_term"
-        written = [p.observation for p in batch]
-        # Stored from here on: nothing below may fail the batch (IngestBuffer would write it
-        # again, or set it aside although it is in the memory).
-        try:
-            self._consolidation.observations_written(written)
-        except Exception:  # the batch is stored; only its entity extraction is missed
-            log.exception("queueing a written batch for entity extraction failed")
-        for capability in self._capabilities:
-            try:
-                capability.observations_written(written)
-            except Exception:  # the batch is stored; the capability catches up on rebuild
-                log.exception("capability %s failed on a written batch", capability.name)
+        return self._writer.rejected.count()
 
     # --- retrieval tools (emem_graph.retrieval) ------------------------------------------------
     # Delegations (_Delegated: the signature and docstring are the tool's own): the tools, their
@@ -877,7 +598,7 @@ class SpatioTemporalMemory:
     @functools.cached_property
     def tools(self) -> RetrievalTools:
         """The ten retrieval tools and the planner actions of this memory."""
-        tools = RetrievalTools(self, self._store, self._clock, _StayReads(self._store))
+        tools = RetrievalTools(self, self._store, self._clock, StayReads(self._store))
         for capability in self._capabilities:
             tools.attach(capability, capability.tool_names)
         return tools
@@ -900,18 +621,18 @@ class SpatioTemporalMemory:
         returns its text, or one line ``Error: ...``. Never raises."""
         return self.tools.dispatch(tool_name, arguments)
 
-    semantic_search = _Delegated("tools", RetrievalTools.semantic_search)
-    spatial_query = _Delegated("tools", RetrievalTools.spatial_query)
-    temporal_query = _Delegated("tools", RetrievalTools.temporal_query)
-    episode_summary = _Delegated("tools", RetrievalTools.episode_summary)
-    get_current_context = _Delegated("tools", RetrievalTools.get_current_context)
-    search_gists = _Delegated("tools", RetrievalTools.search_gists)
-    entity_query = _Delegated("tools", RetrievalTools.entity_query)
-    locate = _Delegated("tools", RetrievalTools.locate)
-    recall = _Delegated("tools", RetrievalTools.recall)
-    body_status = _Delegated("tools", RetrievalTools.body_status)
+    semantic_search = Delegated("tools", RetrievalTools.semantic_search)
+    spatial_query = Delegated("tools", RetrievalTools.spatial_query)
+    temporal_query = Delegated("tools", RetrievalTools.temporal_query)
+    episode_summary = Delegated("tools", RetrievalTools.episode_summary)
+    get_current_context = Delegated("tools", RetrievalTools.get_current_context)
+    search_gists = Delegated("tools", RetrievalTools.search_gists)
+    entity_query = Delegated("tools", RetrievalTools.entity_query)
+    locate = Delegated("tools", RetrievalTools.locate)
+    recall = Delegated("tools", RetrievalTools.recall)
+    body_status = Delegated("tools", RetrievalTools.body_status)
 
-    @_writes
+    @writes
     def store_specific_memory(
         self,
         content: str,
@@ -925,11 +646,11 @@ class SpatioTemporalMemory:
 
     # --- capabilities' tools (thin delegations, one block per capability) ----------------------
     # tools: spatial
-    route_query = _Delegated("places", SpatialTools.route_query)
-    directional_query = _Delegated("places", SpatialTools.directional_query)
-    navigate_to = _Delegated("places", SpatialTools.navigate_to)
+    route_query = Delegated("places", SpatialTools.route_query)
+    directional_query = Delegated("places", SpatialTools.directional_query)
+    navigate_to = Delegated("places", SpatialTools.navigate_to)
 
-    @_writes
+    @writes
     @while_open
     def rebuild_places(self) -> int:
         """Build the topological map again from every perception observation (places count)."""
@@ -937,77 +658,8 @@ class SpatioTemporalMemory:
         return self.places.rebuild()
 
     # tools: areas
-    describe_area = _Delegated("areas", AreaMemory.describe_area)
-    global_search = _Delegated("areas", AreaMemory.global_search)
+    describe_area = Delegated("areas", AreaMemory.describe_area)
+    global_search = Delegated("areas", AreaMemory.global_search)
 
     # tools: profile
-    user_profile = _Delegated("profile", UserProfile.user_profile)
-
-
-class _StayReads:
-    """The stays as the tools read them (retrieval/history.StayReader): consolidation's
-    reads and whereabouts rules on this memory's store."""
-
-    def __init__(self, store: MemoryStore) -> None:
-        self._store = store
-
-    def positions_of(self, entity_ids: Sequence[str]) -> dict[str, list[EntityPosition]]:
-        # The store's in-process copy of the stays, no graph round trip; the kept objects
-        # themselves (StayReader's readers never change a stay), in fresh lists.
-        return self._store.entities.stays_of(entity_ids, shared=True)
-
-    def landmark(self, x: float, y: float) -> str | None:
-        return reads.landmark(self._store, x, y)
-
-    def missed_at(self, stay: EntityPosition, layer: str | None, until: float) -> float | None:
-        # Kept until the next write to the index (entity_query asks it for every entity it
-        # answers, call after call). A time past the latest observation reads as that one: a
-        # clock that moves on without new observations asks the same question.
-        version, latest = self._store.index.version
-        at = min(until, latest)
-        key = ("missed_at", version, at, stay.x, stay.y, stay.last_seen, layer)
-        return self._store.cached_read(
-            key, lambda: whereabouts.missed_at(self._store, stay, layer, at)
-        )
-
-
-MAX_KEPT_TEXT_CHARS = 10_000_000
-"""Bound on a kept sighting's name and metadata when read back (add_entity() checked them
-against the config of the memory that kept them)."""
-
-
-def _sighting_entry(sighting: Sighting, entity_id: str) -> dict[str, Any]:
-    """An add_entity() sighting as unwritten.jsonl keeps it, with the entity it resolved to."""
-    return {
-        "entity_id": entity_id,
-        "name": sighting.name,
-        "x": sighting.x,
-        "y": sighting.y,
-        "z": sighting.z,
-        "timestamp": sighting.timestamp,
-        "layer": sighting.layer,
-        "entity_type": sighting.entity_type,
-        "confidence": sighting.confidence,
-        "metadata": sighting.metadata,
-    }
-
-
-def _sighting_of(entry: dict[str, Any]) -> Sighting:
-    """The sighting _sighting_entry kept (checked as add_entity() checks its arguments).
-
-    Raises:
-        InvalidInputError: a field is not what add_entity() accepts (the file was edited).
-    """
-    return Sighting(
-        name=validation.name("name", entry["name"], MAX_KEPT_TEXT_CHARS),
-        x=validation.coordinate("x", entry["x"]),
-        y=validation.coordinate("y", entry["y"]),
-        z=validation.coordinate("z", entry["z"]),
-        timestamp=validation.timestamp("timestamp", entry["timestamp"]),
-        layer=validation.name("layer_name", entry["layer"]),
-        entity_type=None
-        if entry["entity_type"] is None
-        else validation.name("entity_type", entry["entity_type"]),
-        confidence=validation.confidence(entry["confidence"]),
-        metadata=validation.metadata(entry["metadata"], MAX_KEPT_TEXT_CHARS),
-    )
+    user_profile = Delegated("profile", UserProfile.user_profile)

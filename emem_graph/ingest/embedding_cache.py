@@ -1,0 +1,46 @@
+"""EmbeddingCache: a memory's embedder behind one lock, each distinct text embedded once."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+
+from emem_graph.ingest.embeddings import EmbeddingProvider
+
+
+class EmbeddingCache:
+    """Embeds texts with ``embedder``, serialised (models are not thread-safe), keeping the
+    vectors of the last ``size`` distinct texts (0: none kept)."""
+
+    def __init__(self, embedder: EmbeddingProvider, size: int) -> None:
+        self.embedder = embedder
+        self.size = size
+        self.lock = threading.Lock()
+        """Held around every call of the embedder (the storage probe takes it too)."""
+        self.entries: OrderedDict[str, np.ndarray] = OrderedDict()
+        """Text -> vector, least recently used first."""
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One row per text, in order (float32); texts not kept are embedded in one call."""
+        with self.lock:
+            cache = self.entries
+            fresh: dict[str, np.ndarray] = {}
+            missing = [t for t in dict.fromkeys(texts) if t not in cache]
+            if missing:
+                vectors = np.asarray(self.embedder.embed(missing), dtype=np.float32)
+                fresh = {t: v.copy() for t, v in zip(missing, vectors, strict=True)}
+            out = np.empty((len(texts), self.embedder.dim), dtype=np.float32)
+            for i, text in enumerate(texts):
+                vector = fresh.get(text)
+                if vector is None:
+                    vector = cache[text]
+                    cache.move_to_end(text)
+                out[i] = vector
+            if self.size:
+                cache.update(fresh)
+                while len(cache) > self.size:
+                    cache.popitem(last=False)
+            return out
