@@ -195,6 +195,7 @@ class SpatioTemporalMemory:
     # --- lifecycle -----------------------------------------------------------------------------
 
     def __enter__(self) -> SpatioTemporalMemory:
+        self._check_open()  # a closed memory is not entered again
         return self
 
     def __exit__(self, *exc_info: object) -> None:

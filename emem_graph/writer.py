@@ -25,6 +25,7 @@ from emem_graph.consolidation.engine import ConsolidationEngine
 from emem_graph.consolidation.entities import Sighting
 from emem_graph.errors import RecoveryNeededError, StorageError
 from emem_graph.ingest.buffer import IngestBuffer
+from emem_graph.ingest.embedding_cache import provider_vectors
 from emem_graph.ingest.embeddings import EmbeddingProvider
 from emem_graph.ingest.rejected import RejectedRows
 from emem_graph.ingest.unwritten import UnwrittenRows
@@ -279,7 +280,7 @@ class MemoryWriter:
         # Content-free: the embedder (past the cache) and a graph write transaction. When
         # these fail, a failed batch is the storage's fault and no row is set aside.
         with self._embed_lock:  # models are not thread-safe (see the facade's embed)
-            self._embedder.embed(["storage probe"])
+            provider_vectors(self._embedder, ["storage probe"])
         self._store.check_writable()
 
     def _names_to_embed(self) -> list[str]:

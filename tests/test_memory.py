@@ -246,6 +246,8 @@ def test_closed_memory_refuses_work(make_memory):
     mem.close()  # idempotent
     with pytest.raises(MemoryClosedError):
         mem.add("late", 0.0, 0.0)
+    with pytest.raises(MemoryClosedError), mem:  # a closed memory is not entered again
+        pass
 
 
 def test_other_schema_version_or_dimension_is_refused(tmp_path: Path, minilm):

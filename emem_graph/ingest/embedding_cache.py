@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from emem_graph.errors import BackendUnavailableError, EmbeddingDimensionError, EmemGraphError
 from emem_graph.ingest.embeddings import EmbeddingProvider
 
 
@@ -30,7 +31,7 @@ class EmbeddingCache:
             fresh: dict[str, np.ndarray] = {}
             missing = [t for t in dict.fromkeys(texts) if t not in cache]
             if missing:
-                vectors = np.asarray(self.embedder.embed(missing), dtype=np.float32)
+                vectors = provider_vectors(self.embedder, missing)
                 fresh = {t: v.copy() for t, v in zip(missing, vectors, strict=True)}
             out = np.empty((len(texts), self.embedder.dim), dtype=np.float32)
             for i, text in enumerate(texts):
@@ -44,3 +45,38 @@ class EmbeddingCache:
                 while len(cache) > self.size:
                     cache.popitem(last=False)
             return out
+
+
+def provider_vectors(embedder: EmbeddingProvider, texts: list[str]) -> np.ndarray:
+    """``embedder``'s vectors of ``texts``, checked: one row of ``dim`` finite numbers per
+    text.
+
+    Raises:
+        BackendUnavailableError: the provider failed (its own error, on one line, in the
+            message) or gave numbers that are not finite.
+        EmbeddingDimensionError: it gave another number of rows or of dimensions.
+    """
+    try:
+        vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+    except EmemGraphError:
+        raise
+    except Exception as exc:
+        said = " ".join(str(exc).split())[:500]
+        raise BackendUnavailableError(
+            f"the embedding provider failed on {len(texts)} texts ({type(exc).__name__}: {said})"
+        ) from exc
+    expected = (len(texts), embedder.dim)
+    if vectors.shape != expected:
+        raise EmbeddingDimensionError(
+            f"the embedding provider gave an array of shape {vectors.shape} for "
+            f"{_texts(texts)}; expected {expected}"
+        )
+    if not np.isfinite(vectors).all():
+        raise BackendUnavailableError(
+            f"the embedding provider gave NaN or infinite numbers for {_texts(texts)}"
+        )
+    return vectors
+
+
+def _texts(texts: list[str]) -> str:
+    return "1 text" if len(texts) == 1 else f"{len(texts)} texts"
