@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from emem_graph import SpatioTemporalMemory
+from emem_graph.errors import BackendUnavailableError
 from emem_graph.filters import VectorFilter
 
 QUIET = {
@@ -225,7 +226,7 @@ def test_names_are_embedded_to_be_compared_or_with_the_entities_written(
     # Down at the flush: the sighting stays staged, and the next flush writes it.
     embedder.down = True
     box = mem.add_entity("yellow box", 60.0, 60.0, timestamp=14.0)
-    with pytest.raises(RuntimeError, match="embedder down"):
+    with pytest.raises(BackendUnavailableError, match="RuntimeError: embedder down"):
         mem.flush()  # the staged change is retried, and an explicit flush says why it failed
     assert box not in mem._store.vectors.all_ids(ENTITY_ROWS)  # .store would flush again
     embedder.down = False

@@ -63,7 +63,7 @@ def provider_vectors(embedder: EmbeddingProvider, texts: list[str]) -> np.ndarra
     except Exception as exc:
         said = " ".join(str(exc).split())[:500]
         raise BackendUnavailableError(
-            f"the embedding provider failed on {len(texts)} texts ({type(exc).__name__}: {said})"
+            f"the embedding provider failed on {_texts(texts)} ({type(exc).__name__}: {said})"
         ) from exc
     expected = (len(texts), embedder.dim)
     if vectors.shape != expected:
