@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from emem_graph.consolidation import entities
+from emem_graph.consolidation import entities, entity_tracking, entity_writes
 from emem_graph.evals.bench.drive import SimClock, emem_graph_subject, ingest
 from emem_graph.evals.bench.workload import START, patrol_workload
 from emem_graph.ingest.embeddings import HashingEmbedder
@@ -43,6 +43,7 @@ def _graph_after_patrol(
     counter = itertools.count(1)
     ids = types.SimpleNamespace(uuid4=lambda: uuid.UUID(int=next(counter)))
     monkeypatch.setattr(entities, "uuid", ids)
+    monkeypatch.setattr(entity_tracking, "uuid", ids)  # stays
     embedder = HashingEmbedder(384)
     work = patrol_workload(n, embedder=embedder, queries=2)
     clock = SimClock(START)
@@ -74,8 +75,8 @@ def test_batched_entity_writes_leave_the_graph_the_statements_per_row_leave(
     def per_row(change: Any, query: str, batch: str, rows: Any, *args: Any, **kw: Any) -> None:
         change.run_each(query, rows)
 
-    monkeypatch.setattr(entities, "_batched", per_row)
-    monkeypatch.setattr(entities, "ROWS_PER_SCAN", math.inf)  # the sightings' edges too
+    monkeypatch.setattr(entity_writes, "batched", per_row)
+    monkeypatch.setattr(entity_writes, "ROWS_PER_SCAN", math.inf)  # the sightings' edges too
     one_by_one = _graph_after_patrol(tmp_path / "per_row", 1200, monkeypatch)
 
     for name in QUERIES:

@@ -34,19 +34,19 @@ import math
 import threading
 import uuid
 from collections import OrderedDict, defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
 
 from emem_graph.consolidation import reads, whereabouts
 from emem_graph.consolidation.detections import is_detection_text
+from emem_graph.consolidation.entity_tracking import Grid, Tracked, mark_written
+from emem_graph.consolidation.entity_writes import entity_change
 from emem_graph.errors import StorageError
-from emem_graph.models import Entity, EntityPosition
+from emem_graph.models import Entity
 from emem_graph.storage.changes import GraphChange
-from emem_graph.storage.records import entity_params, entity_vector, position_params
 from emem_graph.text import names
 from emem_graph.text.extractive import Embed
 
@@ -61,49 +61,6 @@ NAME_CACHE_SIZE = 50_000
 CONTEXT_CACHE_SIZE = 20_000
 DISTANCE_WEIGHT = 0.5
 """How much nearness counts next to the name match when several entities qualify."""
-ROWS_PER_SCAN = 1 / 64
-"""Rows of a batch worth one scan of the table its statement joins: a batched statement
-(LOAD FROM, one statement for every row) matches its rows by a scan and hash join over the
-Entity or Position table (~3 us a table row), where one statement per row looks each up by
-primary key (~0.3-0.5 ms a row, most of it the call). Measured on Kuzu 0.11.3 (issue 23)."""
-ENTITY_ARROW = pa.schema(
-    [
-        ("id", pa.string()),
-        ("name", pa.string()),
-        ("entity_type", pa.string()),
-        ("x", pa.float64()),
-        ("y", pa.float64()),
-        ("z", pa.float64()),
-        ("first_seen", pa.float64()),
-        ("last_seen", pa.float64()),
-        ("observation_count", pa.int64()),
-        ("confidence", pa.float64()),
-        ("layer", pa.string()),
-        ("metadata", pa.string()),
-    ]
-)
-POSITION_ARROW = pa.schema(
-    [
-        ("id", pa.string()),
-        ("entity_id", pa.string()),
-        ("x", pa.float64()),
-        ("y", pa.float64()),
-        ("z", pa.float64()),
-        ("first_seen", pa.float64()),
-        ("last_seen", pa.float64()),
-        ("count", pa.int64()),
-        ("ended", pa.float64()),
-    ]
-)
-COOCCURRENCE_ARROW = pa.schema(
-    [
-        ("a", pa.string()),
-        ("b", pa.string()),
-        ("n", pa.int64()),
-        ("first_seen", pa.float64()),
-        ("last_seen", pa.float64()),
-    ]
-)
 
 
 @dataclass
@@ -123,78 +80,6 @@ class Sighting:
     """Embedding of the observation's text when it is descriptive (None: detection list or no
     observation); what the context gate compares."""
     metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class _Tracked:
-    entity: Entity
-    vector: np.ndarray | None
-    """The embedding of the entity's name (None until a sighting nearby needs it)."""
-    new: bool = False
-    changed: bool = False
-    stays: list[EntityPosition] = field(default_factory=list)
-    """Where it was, oldest first; the last is where it is now (whereabouts)."""
-    new_stays: set[str] = field(default_factory=set)
-    """Stays not written yet."""
-    changed_stays: set[str] = field(default_factory=set)
-    """Written stays changed since."""
-    taken_stays: set[str] = field(default_factory=set)
-    """Written stays of another entity that are this one's since a split (WAS_AT relinked)."""
-    dropped_stays: set[str] = field(default_factory=set)
-    """Written stays folded into another (deleted at the next write)."""
-
-    @property
-    def stay(self) -> EntityPosition:
-        """Where it is now."""
-        return self.stays[-1]
-
-    def open_stay(self, x: float, y: float, z: float, at: float) -> EntityPosition:
-        """Start a stay at (x, y, z) at time ``at`` (no sighting counted yet)."""
-        stay = EntityPosition(
-            id=uuid.uuid4().hex,
-            entity_id=self.entity.id,
-            x=x,
-            y=y,
-            z=z,
-            first_seen=at,
-            last_seen=at,
-            count=0,
-        )
-        self.stays.append(stay)
-        self.new_stays.add(stay.id)
-        return stay
-
-    def touch(self, stay: EntityPosition) -> None:
-        if stay.id not in self.new_stays:
-            self.changed_stays.add(stay.id)
-
-
-class _Grid:
-    """Entities hashed into square cells of the merge radius: candidates are the 3x3 block."""
-
-    def __init__(self, cell: float) -> None:
-        self.cell = cell
-        self._cells: dict[tuple[int, int], set[str]] = defaultdict(set)
-        self._where: dict[str, tuple[int, int]] = {}
-
-    def _key(self, x: float, y: float) -> tuple[int, int]:
-        return math.floor(x / self.cell), math.floor(y / self.cell)
-
-    def put(self, entity_id: str, x: float, y: float) -> None:
-        key = self._key(x, y)
-        old = self._where.get(entity_id)
-        if old == key:
-            return
-        if old is not None:
-            self._cells[old].discard(entity_id)
-        self._cells[key].add(entity_id)
-        self._where[entity_id] = key
-
-    def near(self, x: float, y: float) -> Iterator[str]:
-        cx, cy = self._key(x, y)
-        for dx in (-1, 0, 1):
-            for dy in (-1, 0, 1):
-                yield from self._cells.get((cx + dx, cy + dy), ())
 
 
 class EntityResolver:
@@ -225,8 +110,8 @@ class EntityResolver:
         self._lock = threading.RLock()
         self._names: OrderedDict[str, np.ndarray] = OrderedDict()
         self._contexts: OrderedDict[str, dict[str, list[np.ndarray]]] = OrderedDict()
-        self._table: dict[str, _Tracked] | None = None
-        self._grid = _Grid(radius)
+        self._table: dict[str, Tracked] | None = None
+        self._grid = Grid(radius)
         self._dirty: set[str] = set()
         self._staged_links: dict[tuple[str, str], float] = {}
         self._staged_together: dict[str, tuple[set[str], float]] = {}
@@ -324,7 +209,7 @@ class EntityResolver:
             self._staged_sightings.clear()
             self._splits.clear()
             self._table = None
-            self._grid = _Grid(self.radius)
+            self._grid = Grid(self.radius)
             self._named = defaultdict(set)
 
     def flush(self) -> int:
@@ -353,7 +238,7 @@ class EntityResolver:
                         (s, i) for s, i in self._staged_sightings if i in self._dirty
                     ]
             for tracked in dirty:
-                _written(tracked)
+                mark_written(tracked)
             self._dirty.clear()
             self._staged_links.clear()
             self._staged_together.clear()
@@ -373,7 +258,7 @@ class EntityResolver:
                 return []
             return self._unknown_names([self._table[i] for i in self._dirty])
 
-    def _flush_apart(self, dirty: list[_Tracked], error: StorageError) -> int:
+    def _flush_apart(self, dirty: list[Tracked], error: StorageError) -> int:
         """After a failed flush: when the graph takes a write at all, write each entity on
         its own and set aside those that fail alone (never retried in front of the others).
 
@@ -383,7 +268,7 @@ class EntityResolver:
         """
         self._store.check_writable()
         written = 0
-        failed: list[tuple[_Tracked, StorageError]] = []
+        failed: list[tuple[Tracked, StorageError]] = []
         for tracked in dirty:
             entity_id = tracked.entity.id
             links = {k: c for k, c in self._staged_links.items() if k[0] == entity_id}
@@ -392,7 +277,7 @@ class EntityResolver:
             except StorageError as refused:
                 failed.append((tracked, refused))
                 continue
-            _written(tracked)
+            mark_written(tracked)
             self._dirty.discard(entity_id)
             for key in links:
                 del self._staged_links[key]
@@ -418,7 +303,7 @@ class EntityResolver:
         self._staged_sightings.clear()
         if failed:
             self._table = None
-            self._grid = _Grid(self.radius)
+            self._grid = Grid(self.radius)
             self._named = defaultdict(set)
         return written
 
@@ -431,10 +316,10 @@ class EntityResolver:
     # --- matching ------------------------------------------------------------------------------
 
     def _best_match(
-        self, sighting: Sighting, tracked: dict[str, _Tracked], grid: _Grid
-    ) -> _Tracked | None:
+        self, sighting: Sighting, tracked: dict[str, Tracked], grid: Grid
+    ) -> Tracked | None:
         name_vector: np.ndarray | None = None  # embedded only for a name to compare
-        best: tuple[float, _Tracked] | None = None
+        best: tuple[float, Tracked] | None = None
         for entity_id in grid.near(sighting.x, sighting.y):
             candidate = tracked[entity_id]
             entity = candidate.entity
@@ -473,7 +358,7 @@ class EntityResolver:
 
     # --- updating ------------------------------------------------------------------------------
 
-    def _create(self, sighting: Sighting, entity_id: str | None = None) -> _Tracked:
+    def _create(self, sighting: Sighting, entity_id: str | None = None) -> Tracked:
         entity = Entity(
             id=entity_id if entity_id is not None else uuid.uuid4().hex,
             name=" ".join(sighting.name.split()),
@@ -491,12 +376,12 @@ class EntityResolver:
         self._contexts[entity.id] = {}
         self._trim(self._contexts, CONTEXT_CACHE_SIZE)
         # Its name vector, when known; otherwise embedded with the others at flush().
-        tracked = _Tracked(entity, self._names.get(_key(sighting.name)), new=True, changed=True)
+        tracked = Tracked(entity, self._names.get(_key(sighting.name)), new=True, changed=True)
         stay = tracked.open_stay(sighting.x, sighting.y, sighting.z, sighting.timestamp)
         stay.count = 1
         return tracked
 
-    def _merge(self, tracked: _Tracked, sighting: Sighting, *, counted: bool) -> None:
+    def _merge(self, tracked: Tracked, sighting: Sighting, *, counted: bool) -> None:
         entity = tracked.entity
         stay = tracked.stay
         if self._back_from_small_move(tracked, sighting):
@@ -537,7 +422,7 @@ class EntityResolver:
 
     # --- whereabouts (see whereabouts.py for the rules) -----------------------------------------
 
-    def _leave(self, tracked: _Tracked, sighting: Sighting) -> None:
+    def _leave(self, tracked: Tracked, sighting: Sighting) -> None:
         """The thing has left its stay: close it at the sighting's time, open one there."""
         stay = tracked.stay
         stay.ended = sighting.timestamp
@@ -546,7 +431,7 @@ class EntityResolver:
         tracked.changed = True
         self.moves += 1
 
-    def _back_from_small_move(self, tracked: _Tracked, sighting: Sighting) -> bool:
+    def _back_from_small_move(self, tracked: Tracked, sighting: Sighting) -> bool:
         """The sighting is back at the stay before a small move (rule 2b): off the current
         stay, within STAY_RADIUS of the previous one, the two closer than the entity radius."""
         if len(tracked.stays) < 2:
@@ -558,7 +443,7 @@ class EntityResolver:
             and whereabouts.distance(previous, stay.x, stay.y) <= self.radius
         )
 
-    def _fold(self, tracked: _Tracked) -> None:
+    def _fold(self, tracked: Tracked) -> None:
         """The small move was two views of a thing that stayed: the current stay is folded
         into the previous one (weighted mean, counts and span together), which is current
         again."""
@@ -582,14 +467,14 @@ class EntityResolver:
         tracked.changed = True
         self.moves -= 1
 
-    def _moved(self, sighting: Sighting, table: dict[str, _Tracked]) -> _Tracked | None:
+    def _moved(self, sighting: Sighting, table: dict[str, Tracked]) -> Tracked | None:
         """The entity this far sighting shows moved (after a move or a split), or None: a
         new object (rules 3 to 5)."""
         at = sighting.timestamp
         named = self._named.get(names.normalize(sighting.name), set())
         if len(named) > whereabouts.MAX_ALIKE:
             return None  # too common a name to follow one thing by it
-        candidates: list[_Tracked] = []
+        candidates: list[Tracked] = []
         for entity_id in sorted(named):
             tracked = table[entity_id]
             entity, stay = tracked.entity, tracked.stay
@@ -607,7 +492,7 @@ class EntityResolver:
         # earliest seen of the distinctive ones alone of their name gone long enough. Looked
         # at in that order, so the absence check (an area read each) stops at the first miss.
         candidates.sort(key=lambda t: (t.entity.last_seen, t.entity.id))
-        chosen: _Tracked | None = None
+        chosen: Tracked | None = None
         for tracked in candidates:
             entity = tracked.entity
             if whereabouts.missed_at(self._store, tracked.stay, entity.layer_name, at) is not None:
@@ -626,7 +511,7 @@ class EntityResolver:
         self._grid.put(chosen.entity.id, sighting.x, sighting.y)
         return chosen
 
-    def _with_vector(self, tracked: _Tracked) -> np.ndarray:
+    def _with_vector(self, tracked: Tracked) -> np.ndarray:
         """Give an entity its name vector (embedded now when not known yet); returns it."""
         if tracked.vector is None:
             tracked.vector = self._name_vector(tracked.entity.name)
@@ -636,7 +521,7 @@ class EntityResolver:
         self._name_vectors([name])
         return self._names[_key(name)]
 
-    def _never_left(self, tracked: _Tracked, sighting: Sighting) -> bool:
+    def _never_left(self, tracked: Tracked, sighting: Sighting) -> bool:
         """The sighting is at the stay the entity last left, and no look there since its last
         sighting missed it (rule 3)."""
         previous = tracked.stays[-2]
@@ -645,12 +530,12 @@ class EntityResolver:
         layer = tracked.entity.layer_name
         return whereabouts.missed_at(self._store, previous, layer, sighting.timestamp) is None
 
-    def _coexisted(self, tracked: _Tracked) -> bool:
+    def _coexisted(self, tracked: Tracked) -> bool:
         """Another entity of the same name is known (two such things were seen at once, or a
         sighting could not be this one's)."""
         return len(self._named.get(names.normalize(tracked.entity.name), ())) > 1
 
-    def _split(self, tracked: _Tracked, table: dict[str, _Tracked]) -> None:
+    def _split(self, tracked: Tracked, table: dict[str, Tracked]) -> None:
         """The current stay was a second object's: it becomes a new entity with its sightings,
         and ``tracked`` is back at its previous stay (rule 3)."""
         entity = tracked.entity
@@ -670,7 +555,7 @@ class EntityResolver:
             layer_name=entity.layer_name,
             metadata=dict(entity.metadata),
         )
-        split = _Tracked(other, tracked.vector, new=True, changed=True, stays=[stay])
+        split = Tracked(other, tracked.vector, new=True, changed=True, stays=[stay])
         stay.entity_id = other.id
         stay.ended = None
         if stay.id in tracked.new_stays:
@@ -715,130 +600,29 @@ class EntityResolver:
 
     def _change(
         self,
-        tracked: list[_Tracked],
+        tracked: list[Tracked],
         links: dict[tuple[str, str], float],
         together: dict[str, tuple[set[str], float]],
     ) -> GraphChange:
-        pairs: dict[tuple[str, str], list[float]] = {}
-        for members, seen in together.values():
-            ordered = sorted(members)
-            for i, a in enumerate(ordered):
-                for b in ordered[i + 1 :]:
-                    count, first, last = pairs.get((a, b), [0.0, seen, seen])
-                    pairs[(a, b)] = [count + 1, min(first, seen), max(last, seen)]
-        new = [t for t in tracked if t.new]
-        updated = [t for t in tracked if t.changed and not t.new]
-        change = GraphChange()
-        entities = len(self._table or {}) + len(new)
-        _batched(
-            change,
-            "create_entity",
-            "create_entities",
-            [entity_params(t.entity) for t in new],
-            ENTITY_ARROW,
-        )
-        _batched(
-            change,
-            "update_entity",
-            "update_entities",
-            [_update_params(t.entity) for t in updated],
-            ENTITY_ARROW,
-            joined=entities,
-        )
-        stays = {s.id: s for t in tracked for s in t.stays}
-        change.run_each(
-            "relink_position",
-            [{"id": i, "entity_id": t.entity.id} for t in tracked for i in sorted(t.taken_stays)],
-        )
-        _batched(
-            change,
-            "update_position",
-            "update_positions",
-            [
-                position_params(stays[i])
-                for t in tracked
-                for i in sorted(t.changed_stays | t.taken_stays)
-            ],
-            POSITION_ARROW,
-            joined=entities,  # about one stay per entity
-        )
-        _batched(
-            change,
-            "create_position",
-            "create_positions",
-            [position_params(stays[i]) for t in tracked for i in sorted(t.new_stays)],
-            POSITION_ARROW,
-            joined=entities,
-        )
-        change.run_each(
-            "delete_position", [{"id": i} for t in tracked for i in sorted(t.dropped_stays)]
-        )
-        change.run_each("split_observed_in", list(self._splits) if tracked else [])
-        _batched(
-            change,
-            "merge_cooccurrence",
-            "merge_cooccurrences",
-            [
-                {"a": a, "b": b, "n": int(n), "first_seen": first, "last_seen": last}
-                for (a, b), (n, first, last) in pairs.items()
-            ],
-            COOCCURRENCE_ARROW,
-            joined=entities,
-        )
-        self._link(change, links)
-        change.upsert([entity_vector(t.entity, _vector(t)) for t in new + updated])
-        change.follow_entities(
-            [t.entity for t in new + updated],
-            list(links),
-            [
-                stays[i]
-                for t in tracked
-                for i in sorted(t.new_stays | t.changed_stays | t.taken_stays)
-            ],
-            [i for t in tracked for i in sorted(t.dropped_stays)],
-        )
-        return change
-
-    def _link(self, change: GraphChange, links: dict[tuple[str, str], float]) -> None:
-        """The OBSERVED_IN edges of the sightings. Those of observations the store's index
-        holds (every committed one: it is appended under the store's write lock) go in one
-        statement whose scan of the Observation table keeps the rows from the earliest of
-        their times on (the observations just flushed, at any table size), when the batch is
-        worth that scan (ROWS_PER_SCAN); the others one statement each, by primary key (one
-        of an observation the graph lacks creates nothing). One statement per edge cost
-        ~0.5 ms, most of what extraction cost (issue 23); a rel-table COPY cost as much with
-        its commit, and a rollback after one loses every edge of its table."""
-        edges = [(e, o, float(c)) for (e, o), c in links.items()]
-        times = self._store.index.times_of([o for _, o, _ in edges])
-        known = ~np.isnan(times)
-        if known.any():
-            since = float(times[known].min())
-            batch = [edge for edge, k in zip(edges, known.tolist(), strict=True) if k]
-            if len(batch) >= self._store.index.count_since(since) * ROWS_PER_SCAN:
-                edges = [edge for edge, k in zip(edges, known.tolist(), strict=True) if not k]
-                table = pa.table(
-                    {
-                        "entity_id": pa.array([e for e, _, _ in batch], type=pa.string()),
-                        "observation_id": pa.array([o for _, o, _ in batch], type=pa.string()),
-                        "confidence": pa.array([c for _, _, c in batch], type=pa.float64()),
-                    }
-                )
-                change.run("link_observed_in_since", {"rows": table, "since": since})
-        change.run_each(
-            "link_observed_in",
-            [{"entity_id": e, "observation_id": o, "confidence": c} for e, o, c in edges],
+        return entity_change(
+            tracked,
+            links,
+            together,
+            known=len(self._table or {}),
+            splits=self._splits if tracked else [],
+            index=self._store.index,
         )
 
     # --- caches --------------------------------------------------------------------------------
 
-    def _loaded(self) -> dict[str, _Tracked]:
+    def _loaded(self) -> dict[str, Tracked]:
         """Every entity, read from the graph once (the resolver is the only writer of
         entities, so its copy stays the truth, staged changes included)."""
         if self._table is None:
-            table: dict[str, _Tracked] = {}
+            table: dict[str, Tracked] = {}
             stays = reads.all_positions(self._store)
             for entity in reads.entities_in_box(self._store, -_FAR, _FAR, -_FAR, _FAR):
-                tracked = table[entity.id] = _Tracked(entity, None, stays=stays.get(entity.id, []))
+                tracked = table[entity.id] = Tracked(entity, None, stays=stays.get(entity.id, []))
                 if not tracked.stays:  # not possible since schema 3; kept whole if it happens
                     stay = tracked.open_stay(entity.x, entity.y, entity.z, entity.first_seen)
                     stay.last_seen, stay.count = entity.last_seen, entity.observation_count
@@ -849,7 +633,7 @@ class EntityResolver:
             self._table = table
         return self._table
 
-    def _prefetch_names(self, sightings: Sequence[Sighting], table: dict[str, _Tracked]) -> None:
+    def _prefetch_names(self, sightings: Sequence[Sighting], table: dict[str, Tracked]) -> None:
         """Embed together the names the sightings will be compared by (a sighting and an
         entity within the radius whose names are not compatible): names are embedded only
         to be compared, or when an entity is written (flush(), all at once). A single
@@ -868,7 +652,7 @@ class EntityResolver:
         if needed:
             self._name_vectors(list(needed))
 
-    def _give_vectors(self, tracked: Sequence[_Tracked]) -> None:
+    def _give_vectors(self, tracked: Sequence[Tracked]) -> None:
         """The name vectors of entities about to be written that have none yet, embedded in
         one call."""
         missing = [t for t in tracked if t.vector is None]
@@ -885,7 +669,7 @@ class EntityResolver:
             self._names[key] = np.asarray(vector, dtype=np.float32)
         self._trim(self._names, NAME_CACHE_SIZE)
 
-    def _unknown_names(self, tracked: Sequence[_Tracked]) -> list[str]:
+    def _unknown_names(self, tracked: Sequence[Tracked]) -> list[str]:
         """The names (as keys) of these entities that have no vector and no cached name
         vector, sorted: the same names make the same model call whatever order a set gives."""
         keys = {_key(t.entity.name) for t in tracked if t.vector is None}
@@ -935,44 +719,5 @@ _FAR = 1e300
 """Bounds of a box holding every entity."""
 
 
-def _written(tracked: _Tracked) -> None:
-    tracked.new = tracked.changed = False
-    tracked.new_stays.clear()
-    tracked.changed_stays.clear()
-    tracked.taken_stays.clear()
-    tracked.dropped_stays.clear()
-
-
-def _vector(tracked: _Tracked) -> np.ndarray:
-    if tracked.vector is None:
-        raise AssertionError(f"entity {tracked.entity.id} changed without its name vector")
-    return tracked.vector
-
-
 def _key(name: str) -> str:
     return " ".join(name.lower().split())
-
-
-def _batched(
-    change: GraphChange,
-    query: str,
-    batch: str,
-    rows: list[dict[str, Any]],
-    schema: pa.Schema,
-    *,
-    joined: int = 0,
-) -> None:
-    """Add ``query`` for ``rows``: once per row (its primary-key form), or as one statement
-    over an Arrow table (its batch form, ``batch``) when the batch is worth a
-    scan of the ``joined`` rows of the table it matches (ROWS_PER_SCAN; 0: no join)."""
-    if not rows:
-        return
-    if len(rows) < joined * ROWS_PER_SCAN:
-        change.run_each(query, rows)
-        return
-    change.run(batch, {"rows": pa.Table.from_pylist(rows, schema=schema)})
-
-
-def _update_params(e: Entity) -> dict[str, Any]:
-    # update_entity sets every property but the layer an entity was first seen by.
-    return {k: v for k, v in entity_params(e).items() if k != "layer"}
