@@ -26,6 +26,7 @@ from emem_graph.explore.cypher import (
     open_graph,
     parameters_of,
     parse_params,
+    query_graph,
     run_cypher,
     run_named_query,
     split_statements,
@@ -309,6 +310,94 @@ def test_a_query_past_its_timeout_is_stopped_with_a_clear_error(built: Built) ->
             run_cypher(built.directory, "RETURN 1 AS one", timeout_s=bad)
     with pytest.raises(InvalidInputError, match="row limit"):
         run_cypher(built.directory, "RETURN 1 AS one", limit=0)
+
+
+@pytest.mark.parametrize(
+    ("statement", "params", "where"),
+    [
+        ("RETURN '\udcff' AS v", None, r"the Cypher statement .*'\\udcff' at position 8"),
+        ("RETURN $v AS v", {"v": "\ud800"}, r"parameter \$v .*'\\ud800' at position 0"),
+        ("RETURN $v AS v", {"v": ["ok", {"k": "a\ud800"}]}, r"parameter \$v\[1\]\['k'\]"),
+    ],
+)
+def test_text_utf8_cannot_encode_is_refused_at_every_cypher_door(
+    built: Built, capsys, statement: str, params: dict[str, object] | None, where: str
+) -> None:
+    # A lone surrogate (argv bytes that are not UTF-8) reached the engine's binding: a bare
+    # TypeError naming its C++ signature from query_graph, a multi-line StorageError from
+    # run_cypher, "Unable to cast Python instance ... PYBIND11_DETAILED_ERROR_MESSAGES" for a
+    # parameter.
+    def refused(call) -> str:
+        with pytest.raises(InvalidInputError, match=where) as caught:
+            call()
+        message = str(caught.value)
+        assert len(message.splitlines()) == 1
+        assert "incompatible function arguments" not in message
+        assert "Unable to cast" not in message
+        return message
+
+    refused(lambda: run_cypher(built.directory, statement, params))
+    with open_graph(built.directory) as graph:
+        refused(lambda: query_graph(graph, statement, params))
+        assert query_graph(graph, "RETURN 1 AS one").rows == [[1]]  # the graph still answers
+    if params is None:
+        code, out, err = _cli(capsys, "cypher", str(built.directory), statement)
+    else:
+        code, out, err = _cli(
+            capsys, "cypher", str(built.directory), statement, "--param", "v=\udcff"
+        )
+    assert code == 2
+    assert out == ""
+    assert len(err.splitlines()) == 1
+    assert "not valid text" not in err and "lone surrogate" in err
+
+
+def test_the_engine_refusing_a_statement_it_cannot_take_is_bad_input_on_one_line(
+    built: Built,
+) -> None:
+    # Below the door's check (check_statement), the binding's TypeError for a statement it
+    # cannot cast came out bare from GraphDB.run_statement and as a multi-line StorageError
+    # from GraphDB.query_text.
+    with open_graph(built.directory) as graph:
+        for call, words in (
+            (
+                lambda: graph.run_statement("RETURN '\udcff' AS v", limit=1, timeout_s=5.0),
+                "lone surrogate '\\\\udcff' at position 8",
+            ),
+            (
+                lambda: graph.run_statement("RETURN $v", {"v": "\ud800"}, limit=1, timeout_s=5),
+                "not valid Unicode",
+            ),
+            (lambda: graph.query_text("RETURN '\udcff' AS v"), "not valid Unicode"),
+        ):
+            with pytest.raises(InvalidInputError, match=words) as caught:
+                call()
+            assert len(str(caught.value).splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("statement", "position"),
+    [
+        ("MATCH (o:Observation RETURN o", "at line 1, offset 21: near 'RETURN'"),
+        ("RETURN ", "at line 1, offset 7 (the end of the statement)"),
+        ("RETURN 1 AS one\nFROM x", "at line 2, offset 0: near 'FROM'"),
+    ],
+)
+def test_a_parser_error_is_one_line_naming_where(
+    built: Built, capsys, statement: str, position: str
+) -> None:
+    # Kuzu's parser error ends in a drawing (the line quoted, carets under it): the message
+    # reached the Python API on three lines.
+    with pytest.raises(InvalidInputError, match="Parser exception") as caught:
+        run_cypher(built.directory, statement)
+    assert len(str(caught.value).splitlines()) == 1
+    assert str(caught.value).endswith(position)
+    with open_graph(built.directory) as graph, pytest.raises(InvalidInputError) as in_process:
+        query_graph(graph, statement)
+    assert str(in_process.value) == str(caught.value)
+    code, _, err = _cli(capsys, "cypher", str(built.directory), statement)
+    assert code == 2
+    assert err.splitlines() == [f"emem-graph: error: {caught.value}"]
 
 
 def test_a_missing_directory_or_a_non_memory_is_a_clear_error(

@@ -124,3 +124,33 @@ def test_a_file_of_a_newer_storage_version_is_refused_naming_migrate(graph_path:
         GraphDB(graph_path)
     assert "emem-graph migrate" in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_threads_opening_memories_at_once_in_a_new_process_all_open(tmp_path: Path) -> None:
+    """The engine's import is one thread's: LadybugDB marks its native module as tried
+    before the import ends, and every thread but one was told the engine is not installed."""
+    script = (
+        "import sys, threading\n"
+        "from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory\n"
+        "root = sys.argv[1]; gate = threading.Barrier(4); results = []\n"
+        "def open_one(i):\n"
+        "    gate.wait()\n"
+        "    try:\n"
+        "        config = MemoryConfig(db_path=f'{root}/m{i}', maintenance_interval=None)\n"
+        "        embedder = HashingEmbedder(8)\n"
+        "        SpatioTemporalMemory(config=config, embedding_provider=embedder).close()\n"
+        "        results.append('opened')\n"
+        "    except Exception as exc:\n"
+        "        results.append(f'{type(exc).__name__}: {exc}')\n"
+        "threads = [threading.Thread(target=open_one, args=(i,)) for i in range(4)]\n"
+        "[t.start() for t in threads]; [t.join(120) for t in threads]\n"
+        "print(results)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    assert done.stdout.strip() == str(["opened"] * 4), done.stdout + done.stderr

@@ -12,6 +12,7 @@ import math
 import re
 from typing import Any
 
+from emem_graph import validation
 from emem_graph.errors import InvalidInputError, QueryResourceError
 from emem_graph.explore.guard import check_read_only
 from emem_graph.storage.cypher_lexer import Token, code_tokens, tokenize
@@ -47,7 +48,8 @@ def check_statement(
     Raises:
         ReadOnlyQueryError: the statement would write (the memory or files).
         InvalidInputError: a missing or unknown parameter, several statements, a bad limit or
-            timeout.
+            timeout, or text UTF-8 cannot encode (a lone surrogate) in the statement or a
+            parameter.
     """
     if limit < 1:
         raise InvalidInputError(f"the row limit must be at least 1, not {limit}")
@@ -55,10 +57,36 @@ def check_statement(
         raise InvalidInputError(
             f"the timeout must be a positive number of seconds, not {timeout_s}"
         )
-    check_read_only(cypher)
+    # The engine's binding takes UTF-8 only: a lone surrogate (argv bytes that are not UTF-8,
+    # '\ud800' from JSON) reached it and came back as a bare TypeError naming its C++ signature.
+    validation.plain_text("the Cypher statement", cypher)
     given = dict(params or {})
+    _check_param_text(given)
+    check_read_only(cypher)
     _check_params(parameters_of(cypher), given)
     return given
+
+
+def _check_param_text(params: dict[str, Any]) -> None:
+    """Refuse a parameter name or value (nested in lists and maps too) holding text UTF-8
+    cannot encode, naming where it is."""
+    stack: list[tuple[str, Any]] = []
+    for key, value in params.items():
+        if isinstance(key, str):
+            validation.plain_text("a parameter name", key)
+        stack.append((f"parameter ${key}", value))
+    seen: set[int] = set()
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str):
+            validation.plain_text(where, value)
+        elif isinstance(value, dict | list | tuple) and id(value) not in seen:
+            seen.add(id(value))
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for index, item in items:
+                if isinstance(index, str):
+                    validation.plain_text(f"a key of {where}", index)
+                stack.append((f"{where}[{index!r}]", item))
 
 
 def parameters_of(cypher: str) -> tuple[str, ...]:

@@ -42,6 +42,7 @@ from emem_graph.storage.graph_engine import ENGINES, refuse_other_engine, resolv
 from emem_graph.storage.graph_errors import (
     CHECKPOINT_DEFERRED,
     ENGINE_ERRORS,
+    QUERY_ERRORS,
     damaged_values,
     engine_error,
     open_error,
@@ -73,6 +74,16 @@ def load_engine(name: str) -> ModuleType:
         BackendUnavailableError: it is not installed, or the other engine is already loaded in
             this process (both register the same native types: the process would crash).
     """
+    # One thread at a time: LadybugDB marks its native module as tried before the import
+    # ends, and a second thread opening a memory meanwhile was told "not installed".
+    with _ENGINE_LOAD:
+        return _load_engine(name)
+
+
+_ENGINE_LOAD = threading.Lock()
+
+
+def _load_engine(name: str) -> ModuleType:
     others = [other for other in ENGINES if other != name and other in sys.modules]
     if others:
         raise BackendUnavailableError(
@@ -170,12 +181,12 @@ class GraphTransaction:
             warnings.simplefilter("ignore", DeprecationWarning)
             try:
                 statement = self._connection.prepare(cypher)
-            except ENGINE_ERRORS as exc:
+            except QUERY_ERRORS as exc:
                 raise engine_error(f"graph query {name} failed to prepare", exc) from exc
             for row in rows:
                 try:
                     result = self._connection.execute(statement, row)
-                except ENGINE_ERRORS as exc:
+                except QUERY_ERRORS as exc:
                     raise engine_error(f"graph query {name} failed", exc) from exc
                 for each in result if isinstance(result, list) else [result]:
                     each.close()
@@ -422,7 +433,7 @@ class GraphDB:
         columns also when it has no row (bulk reads: export)."""
         try:
             result = self._reader().execute(read_cypher("queries", name), params or {})
-        except ENGINE_ERRORS as exc:
+        except QUERY_ERRORS as exc:
             raise engine_error(f"graph query {name} failed", exc) from exc
         results = result if isinstance(result, list) else [result]
         try:
@@ -576,7 +587,7 @@ class GraphDB:
         """Run Cypher text given by the developer on a reader; its rows as one Arrow table."""
         try:
             result = self._reader().execute(cypher)
-        except ENGINE_ERRORS as exc:
+        except QUERY_ERRORS as exc:
             raise engine_error("graph query failed", exc) from exc
         results = result if isinstance(result, list) else [result]
         try:
@@ -664,7 +675,7 @@ class GraphDB:
     ) -> list[dict[str, Any]]:
         try:
             result = connection.execute(cypher, params or {})
-        except ENGINE_ERRORS as exc:
+        except QUERY_ERRORS as exc:
             raise engine_error("graph query failed", exc) from exc
         results = result if isinstance(result, list) else [result]
         last = results[-1]

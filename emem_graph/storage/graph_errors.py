@@ -4,6 +4,7 @@ read back damaged. storage/graph.py raises them; nothing here talks to the engin
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from emem_graph.errors import (
@@ -49,23 +50,50 @@ def damaged_values(path: Path | None, what: str, exc: Exception) -> DamagedMemor
 UNCASTABLE_TEXT = "Unable to cast Python instance of type <class 'str'>"
 """The engine's binding refusing a text parameter it cannot encode (a lone surrogate)."""
 
+INCOMPATIBLE_ARGUMENTS = "incompatible function arguments"
+"""In the TypeError the engine's binding (pybind11) raises for an argument it cannot take: a
+statement holding a lone surrogate (``prepare(): incompatible function arguments. The following
+argument types are supported: ...``, several lines naming its C++ signature)."""
+
+QUERY_ERRORS: tuple[type[Exception], ...] = (*ENGINE_ERRORS, TypeError)
+"""What running a statement (prepare, execute) raises: the engine's errors, and the TypeError
+of its binding for an argument it cannot take (engine_error makes that InvalidInputError).
+Opening a database catches ENGINE_ERRORS only: a TypeError there is no damaged file."""
+
+_ESCAPED_SURROGATE = re.compile(r"\\ud[89a-f][0-9a-f]{2}", re.IGNORECASE)
+"""A lone surrogate as the binding's message shows the arguments it was given (``'\\udcff'``)."""
+
+NOT_UNICODE = (
+    "a text given to it is not valid Unicode (a lone surrogate such as '\\ud800' cannot be "
+    "stored or looked up): give valid text (nothing was read or written)"
+)
+
 
 def engine_error(what: str, exc: Exception) -> EmemGraphError:
-    """The emem_graph error for an engine error: ReadOnlyMemoryError when Kuzu refused a write
-    because the database is open read-only, InvalidInputError when a text given to the query
-    is not valid Unicode, else a StorageError."""
-    if UNCASTABLE_TEXT in str(exc):
+    """The emem_graph error for an engine error, on one line: ReadOnlyMemoryError when Kuzu
+    refused a write because the database is open read-only, InvalidInputError when a text
+    given to the query is not valid Unicode or the binding refused an argument, else a
+    StorageError."""
+    message = str(exc)
+    if UNCASTABLE_TEXT in message:
+        return InvalidInputError(f"{what}: {NOT_UNICODE}")
+    if isinstance(exc, TypeError) and INCOMPATIBLE_ARGUMENTS in message:
+        # Several lines: the C++ signature, then the arguments as given (their repr).
+        if _ESCAPED_SURROGATE.search(message.partition("Invoked with:")[2]):
+            return InvalidInputError(f"{what}: {NOT_UNICODE}")
         return InvalidInputError(
-            f"{what}: a text given to it is not valid Unicode (a lone surrogate such as "
-            "'\\ud800' cannot be stored or looked up): give valid text (nothing was read or "
-            "written)"
+            f"{what}: the graph engine cannot take an argument given to it (the statement must "
+            "be text, its parameters a map of names to values); nothing was read or written"
         )
-    if READ_ONLY_REFUSAL in str(exc):
+    if READ_ONLY_REFUSAL in message:
         return ReadOnlyMemoryError(
             f"{what}: the graph engine refused a write, the memory is open read-only "
             "(nothing written)"
         )
-    return StorageError(f"{what}: {exc}")
+    detail = " ".join(message.split())
+    if isinstance(exc, TypeError):
+        detail = f"TypeError: {detail}"
+    return StorageError(f"{what}: {detail}")
 
 
 def open_error(path: Path, exc: Exception, *, read_only: bool, engine: str) -> StorageError:

@@ -16,6 +16,7 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from emem_graph import validation
 from emem_graph.errors import (
     EmemGraphError,
     InvalidInputError,
@@ -24,6 +25,7 @@ from emem_graph.errors import (
     ReadOnlyQueryError,
 )
 from emem_graph.storage.cypher_lexer import code_tokens, tokenize
+from emem_graph.storage.graph_errors import UNCASTABLE_TEXT, engine_error
 
 if TYPE_CHECKING:
     import kuzu
@@ -81,7 +83,36 @@ def statement_error(message: str, timeout_s: float) -> EmemGraphError:
             f"the query ran longer than {timeout_s:g} s and was stopped; narrow it (LIMIT, a "
             "WHERE on an indexed id) or give a longer timeout"
         )
-    return InvalidInputError(f"Cypher failed: {message}")
+    if UNCASTABLE_TEXT in message:  # a parameter's text the binding cannot take
+        return engine_error("Cypher failed", RuntimeError(message))
+    return InvalidInputError(f"Cypher failed: {one_line_message(message)}")
+
+
+_PARSER_POSITION = re.compile(r"\s*\(line: (\d+), offset: (\d+)\)\n")
+
+
+def one_line_message(message: str) -> str:
+    """The engine's error ``message`` on one line. A parser error ends in a drawing of where it
+    stopped (the statement's line quoted, carets under the words it could not read): that becomes
+    ``at line L, offset O: near 'WORDS'``."""
+    position = _PARSER_POSITION.search(message)
+    if position is None:
+        return " ".join(message.split())
+    head = " ".join(message[: position.start()].split())
+    line, offset = position.group(1), position.group(2)
+    drawing = message[position.end() :].split("\n")
+    quoted = drawing[0]
+    carets = drawing[1] if len(drawing) > 1 else ""
+    near = ""
+    if len(quoted) >= 2 and quoted[0] == quoted[-1] == '"' and "^" in carets:
+        start = carets.index("^") - 1  # the drawing's quote mark takes the first column
+        near = quoted[1:-1][max(start, 0) : start + carets.count("^")]
+    where = f"{head} at line {line}, offset {offset}"
+    if near.strip():
+        return f"{where}: near {' '.join(near.split())!r}"
+    if len(quoted) >= 2 and int(offset) >= len(quoted) - 2:
+        return f"{where} (the end of the statement)"
+    return where
 
 
 READ_OPERATORS = frozenset(
@@ -230,6 +261,9 @@ def run_read_only(
     TRANSACTION READ ONLY``, rolled back afterwards; with ``check_plan`` its plan must pass
     plan_refusal first. Kuzu's refusals come back as emem_graph errors (statement_error).
     """
+    # The binding takes UTF-8 text only: a lone surrogate is refused before prepare(), whose
+    # TypeError would also leave a half-made prepared statement complaining at collection.
+    validation.plain_text("the Cypher statement", cypher)
     connection.set_query_timeout(max(1, round(timeout_s * 1000)))
     if max_path_depth is not None:
         connection.execute(f"CALL var_length_extend_max_depth={int(max_path_depth)}")
@@ -277,6 +311,8 @@ def _run_checked(
             result = connection.execute(statement, params or {})
         except RuntimeError as exc:
             raise statement_error(str(exc), timeout_s) from exc
+        except TypeError as exc:  # the binding refused an argument (text that is not UTF-8)
+            raise engine_error("Cypher failed", exc) from exc
     results = result if isinstance(result, list) else [result]
     last = results[-1]
     try:
