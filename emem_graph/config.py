@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import os
 import threading
 import warnings
@@ -215,6 +216,15 @@ class MemoryConfig(BaseModel):
             raise ValueError("db_path must not be empty")
         if "\x00" in self.db_path:
             raise ValueError("db_path must not contain NUL characters")
+        try:
+            str.encode(self.db_path, "utf-8")
+        except UnicodeEncodeError as exc:
+            # The graph engine and LanceDB take a path as UTF-8 text only.
+            raise ValueError(
+                f"db_path holds {self.db_path[exc.start]!r} at position {exc.start}, which "
+                "UTF-8 cannot encode (a lone surrogate, or bytes of a name that are not "
+                "UTF-8); give a path of valid text"
+            ) from None
         return self
 
     @classmethod
@@ -263,10 +273,13 @@ def settle(
         The validated config.
 
     Raises:
-        ConfigError: config is not a MemoryConfig or dict, a field is invalid, or db_path and
-            config's own db_path name two different places.
+        ConfigError: config is not a MemoryConfig or dict, a field is invalid, db_path and
+            config's own db_path name two different places, or embedding_dim is not a
+            positive int.
     """
     given = db_path is not DEFAULT_DB_PATH
+    if embedding_dim is not None:
+        embedding_dim = _positive_dim(embedding_dim, "the embedding provider's dim")
     if config is None:
         fields: dict[str, Any] = {}
     elif isinstance(config, MemoryConfig):
@@ -297,6 +310,48 @@ def settle(
     ):
         return config
     return MemoryConfig.build(**{**fields, **updates})
+
+
+def provider_dim(provider: object) -> int:
+    """The dimension of the vectors an embedding provider gives: its ``dim``, which must be a
+    positive int (a bool, a float or a str such as "384" is refused, not converted).
+
+    Raises:
+        ConfigError: ``provider`` has no ``dim`` attribute, or it is not a positive int, or
+            it has no ``embed`` method.
+    """
+    try:
+        dim = provider.dim  # type: ignore[attr-defined]
+    except AttributeError:
+        raise ConfigError(
+            f"embedding_provider ({type(provider).__name__}) has no dim attribute: an "
+            "embedding provider gives its vectors' dimension as dim, a positive int, and "
+            "embeds text with embed()"
+        ) from None
+    if not callable(getattr(provider, "embed", None)):
+        raise ConfigError(
+            f"embedding_provider ({type(provider).__name__}) has no embed() method: an "
+            "embedding provider embeds a list of texts with embed(texts) -> (N, dim) array"
+        )
+    return _positive_dim(dim, f"embedding_provider.dim ({type(provider).__name__})")
+
+
+def _positive_dim(dim: object, what: str) -> int:
+    """``dim`` as an int when it is a positive integer (an int or numpy integer, not a bool)."""
+    if not isinstance(dim, bool):
+        try:
+            number = operator.index(dim)  # type: ignore[arg-type]
+        except TypeError:
+            pass
+        else:
+            if number > 0:
+                return number
+            raise ConfigError(f"{what} must be a positive int, got {number}")
+    shown = repr(dim) if dim is None or isinstance(dim, str | bytes | float | bool) else ""
+    raise ConfigError(
+        f"{what} must be a positive int, got {type(dim).__name__} {shown}".rstrip()
+        + " (a dimension is not converted from another type)"
+    )
 
 
 def _same_place(a: Any, b: str) -> bool:

@@ -17,7 +17,7 @@ import numpy as np
 from emem_graph import validation
 from emem_graph.areas import AreaMemory
 from emem_graph.capability import Capability
-from emem_graph.config import DEFAULT_DB_PATH, MemoryConfig
+from emem_graph.config import DEFAULT_DB_PATH, MemoryConfig, provider_dim
 from emem_graph.config import settle as settle_config
 from emem_graph.consolidation.engine import ConsolidationEngine
 from emem_graph.consolidation.entities import Sighting
@@ -98,7 +98,9 @@ class SpatioTemporalMemory:
         """Opened for reading only (see the class): every write method raises
         ReadOnlyMemoryError."""
         config = settle_config(
-            db_path, config, None if embedding_provider is None else embedding_provider.dim
+            db_path,
+            config,
+            None if embedding_provider is None else provider_dim(embedding_provider),
         )
         self.config = config
         self.embedder = (

@@ -38,7 +38,7 @@ def coordinate(name: str, value: Any) -> float:
     number = finite(name, value)
     if abs(number) > MAX_COORDINATE:
         raise InvalidInputError(
-            f"{name} must be within +-{MAX_COORDINATE:g} m (MAX_COORDINATE), got {number:g}; "
+            f"{name} must be within +-{MAX_COORDINATE:g} m (MAX_COORDINATE), got {number!r}; "
             "give positions in a local or map frame in metres"
         )
     return number
@@ -220,7 +220,7 @@ def timestamp(name: str, value: Any) -> float:
     if not MIN_TIMESTAMP <= number <= MAX_TIMESTAMP:
         raise InvalidInputError(
             f"{name} must be seconds between {MIN_TIMESTAMP:.0f} and {MAX_TIMESTAMP:.0f} "
-            f"(years 2 to 9998), got {number:g}; give Unix seconds or a clock starting at 0"
+            f"(years 2 to 9998), got {number!r}; give Unix seconds or a clock starting at 0"
         )
     return number
 

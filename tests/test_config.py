@@ -17,6 +17,7 @@ from emem_graph import (
     SpatioTemporalMemory,
     SpatioTemporalMemoryConfig,
 )
+from emem_graph.config import provider_dim, settle
 
 EMEM_DEFAULTS: dict[str, Any] = {
     "db_path": "memory.db",
@@ -163,3 +164,73 @@ def test_emem_fields_without_effect_take_any_value_and_only_warn() -> None:
         warnings.simplefilter("ignore")
         config = MemoryConfig(hnsw_m=0, hnsw_max_elements=-1, hnsw_path=None, hnsw_ef_search="x")
     assert (config.hnsw_m, config.hnsw_max_elements, config.hnsw_path) == (0, -1, None)
+
+
+# --- db_path the system cannot take, and the embedding provider's dim ------------------------
+
+
+def _one_line_config_error(call) -> str:
+    with pytest.raises(ConfigError) as caught:
+        call()
+    message = str(caught.value)
+    assert len(message.splitlines()) == 1
+    return message
+
+
+def test_a_db_path_that_cannot_be_made_is_a_one_line_config_error(tmp_path: Path) -> None:
+    # A bare NotADirectoryError, FileNotFoundError and UnicodeEncodeError came out of the
+    # constructor (only a NUL and a db_path that is itself a file were refused in words).
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+
+    def memory(path: str) -> SpatioTemporalMemory:
+        return SpatioTemporalMemory(path, embedding_provider=HashingEmbedder(384))
+
+    below_a_file = _one_line_config_error(lambda: memory(str(a_file / "mem")))
+    assert "cannot be created" in below_a_file and "is a file, not a directory" in below_a_file
+    in_proc = _one_line_config_error(lambda: memory("/proc/emem_no_such_memory"))
+    assert "cannot be created" in in_proc
+    surrogate = _one_line_config_error(lambda: memory(f"{tmp_path}/a\ud800b"))
+    assert "db_path" in surrogate and "UTF-8 cannot encode" in surrogate
+    assert "'\\ud800'" in surrogate  # shown escaped, printable
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]
+
+
+@pytest.mark.parametrize("dim", ["384", 384.0, True, 0, -3, None, [384]])
+def test_a_provider_dim_that_is_no_positive_int_is_refused_saying_so(
+    tmp_path: Path, dim: object
+) -> None:
+    # dim="384" was taken as embedding_dim (pydantic converted it), and the check after it
+    # said "the embedder gives 384-dimensional vectors but config.embedding_dim is 384".
+    class Provider:
+        def embed(self, texts: list[str]) -> None:
+            return None
+
+    provider = Provider()
+    provider.dim = dim  # type: ignore[attr-defined]
+    message = _one_line_config_error(lambda: provider_dim(provider))
+    assert "must be a positive int" in message
+    if dim is None:  # settle's "no provider given"; memory.py checks its provider's dim
+        return
+    message = _one_line_config_error(lambda: settle(str(tmp_path / "m"), None, dim))  # type: ignore[arg-type]
+    assert "must be a positive int" in message
+    assert "384-dimensional" not in message
+    target = tmp_path / "mem"
+    message = _one_line_config_error(
+        lambda: SpatioTemporalMemory(str(target), embedding_provider=provider)  # type: ignore[arg-type]
+    )
+    assert "must be a positive int" in message
+    assert not target.exists()
+
+
+def test_provider_dim_takes_a_positive_integer_and_refuses_a_provider_without_one() -> None:
+    import numpy as np
+
+    assert provider_dim(HashingEmbedder(64)) == 64
+    numpy_dim = type("P", (), {"dim": np.int64(32), "embed": lambda self, texts: None})()
+    assert provider_dim(numpy_dim) == 32
+    assert type(provider_dim(numpy_dim)) is int
+    message = _one_line_config_error(lambda: provider_dim(object()))
+    assert "has no dim attribute" in message
+    no_embed = type("P", (), {"dim": 32})()
+    assert "has no embed() method" in _one_line_config_error(lambda: provider_dim(no_embed))

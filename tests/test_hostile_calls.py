@@ -226,6 +226,30 @@ def test_a_db_path_holding_a_nul_is_a_config_error(tmp_path):
         SpatioTemporalMemory(f"{tmp_path}/a\x00b", embedding_provider=HashingEmbedder(384))
 
 
+@pytest.mark.parametrize(
+    ("check", "value", "shown"),
+    [
+        ("coordinate", 1e9 + 1, "got 1000000001.0"),
+        ("coordinate", -1000000000.5, "got -1000000000.5"),
+        ("timestamp", 253_402_300_800.25, "got 253402300800.25"),
+    ],
+)
+def test_a_value_just_past_a_bound_is_shown_as_given_not_rounded_to_the_bound(check, value, shown):
+    # "x must be within +-1e+09 m ..., got 1e+09": %g rounded 1e9+1 to the bound itself.
+    from emem_graph import validation
+
+    with pytest.raises(InvalidInputError) as caught:
+        getattr(validation, check)("x", value)
+    assert shown in str(caught.value)
+    assert float(str(caught.value).split("got ")[1].split(";")[0]) == value
+
+
+def test_a_coordinate_past_the_bound_names_it_at_the_memory_door(tmp_path):
+    memory = SpatioTemporalMemory(str(tmp_path / "m"), embedding_provider=HashingEmbedder(384))
+    with memory, pytest.raises(InvalidInputError, match=r"got 1000000001\.0;"):
+        memory.add("too far", 1e9 + 1, 0.0)
+
+
 def test_a_close_racing_another_returns_only_once_the_memory_is_closed(tmp_path):
     """Two threads close one memory: the second close() used to return at once, while the
     first was still writing, and a reopen then found the memory held."""

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from emem_graph.config import MemoryConfig
 from emem_graph.errors import (
+    ConfigError,
     DatabaseInUseError,
     DatabaseLockedError,
     InvalidInputError,
@@ -74,6 +75,17 @@ DROP_PAGE_CACHE_ROWS = 250_000
 them all for the observation index (GraphDB.drop_page_cache: ~310 MB at 1M; ~0.1 s)."""
 
 
+def _os_reason(exc: Exception) -> str:
+    """Why the system refused a path, in a few words (no errno, no repeated path)."""
+    if isinstance(exc, NotADirectoryError):
+        return "a part of it is a file, not a directory"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    if isinstance(exc, UnicodeError):
+        return "it holds text UTF-8 cannot encode"
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 class MemoryStore(RecordReads, VectorSearch, KeywordSearch):
     """Graph + vectors behind one write lock, with typed read primitives.
 
@@ -107,7 +119,13 @@ class MemoryStore(RecordReads, VectorSearch, KeywordSearch):
                 "read-only open creates none; give the directory a memory was created in"
             )
         if not read_only:
-            self.root.mkdir(parents=True, exist_ok=True)
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)
+            except (OSError, ValueError) as exc:  # ValueError: a path UTF-8 cannot encode
+                raise ConfigError(
+                    f"db_path {self.root} cannot be created: {_os_reason(exc)}; give a "
+                    "directory path this process may create"
+                ) from None
         self._embedder = embedder
         self._write_lock = threading.RLock()
         self._acknowledged: list[str] = []
