@@ -30,6 +30,7 @@ from emem_graph.ingest.embeddings import EmbeddingProvider
 from emem_graph.ingest.rejected import RejectedRows
 from emem_graph.ingest.unwritten import UnwrittenRows
 from emem_graph.models import Entity, Observation
+from emem_graph.retrieval.formatting import one_line
 from emem_graph.storage.store import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -346,15 +347,22 @@ def sighting_of(entry: dict[str, Any]) -> Sighting:
         InvalidInputError: a field is not what add_entity() accepts (the file was edited).
     """
     return Sighting(
-        name=validation.name("name", entry["name"], MAX_KEPT_TEXT_CHARS),
+        name=validation.name("name", _kept_name(entry["name"]), MAX_KEPT_TEXT_CHARS),
         x=validation.coordinate("x", entry["x"]),
         y=validation.coordinate("y", entry["y"]),
         z=validation.coordinate("z", entry["z"]),
         timestamp=validation.timestamp("timestamp", entry["timestamp"]),
-        layer=validation.name("layer_name", entry["layer"]),
+        layer=validation.name("layer_name", _kept_name(entry["layer"])),
         entity_type=None
         if entry["entity_type"] is None
-        else validation.name("entity_type", entry["entity_type"]),
+        else validation.name("entity_type", _kept_name(entry["entity_type"])),
         confidence=validation.confidence(entry["confidence"]),
         metadata=validation.metadata(entry["metadata"], MAX_KEPT_TEXT_CHARS),
     )
+
+
+def _kept_name(value: Any) -> Any:
+    """A kept name as add_entity() takes names now: a version before names were one line
+    kept "red\nchair" (the resolver read it as "red chair"); its control characters read as
+    a space, so that the sighting is written, not refused at every open."""
+    return one_line(value) if isinstance(value, str) else value

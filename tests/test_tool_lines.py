@@ -10,8 +10,13 @@ import pytest
 
 from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
 from emem_graph.errors import InvalidInputError
-from emem_graph.models import Gist
-from emem_graph.retrieval.formatting import LINE_FILL_MAX_RECORDS, records_for_lines
+from emem_graph.models import Gist, Observation
+from emem_graph.retrieval.formatting import (
+    LINE_FILL_MAX_RECORDS,
+    format_by_layer,
+    format_collapsed,
+    records_for_lines,
+)
 
 T = 1_700_000_000.0
 
@@ -155,3 +160,34 @@ def test_recent_context_keeps_one_line_per_place_of_a_text(tmp_path: Path) -> No
         assert len(cups) == 2, recent
         assert any("(0.0,0.0)" in line and "(x" not in line for line in cups), cups
         assert any("(50." in line and "(x2)" in line for line in cups), cups
+
+
+def _cup(x: float, t: float, text: str = "a red cup") -> Observation:
+    return Observation(
+        id=f"o{t}", text=text, x=x, y=0.0, z=0.0, timestamp=T + t, layer_name="vision"
+    )
+
+
+def test_places_read_alike_do_not_chain_square_metres_into_one_line() -> None:
+    # 1.01 joined 0.99 (both read "(1.0,0.0)") and its square metre was then taken for that
+    # group: 1.98, two metres from 0.02, joined too, one line "(x4)" for two places, and
+    # another order of the same records gave two lines.
+    records = [_cup(0.99, 1), _cup(1.01, 2), _cup(0.02, 3), _cup(1.98, 4)]
+    for order in (records, records[::-1], records[2:] + records[:2]):
+        lines = format_collapsed(order)
+        assert any(line.startswith("[vision] (2.0,0.0)") for line in lines), lines
+        counts = [int(line.split("(x")[1].split(",")[0]) if "(x" in line else 1 for line in lines]
+        assert sum(counts) == 4, lines  # no record lost from the counts
+        assert len(lines) == len(set(lines))
+        shown = format_by_layer(order, with_coordinates=True)
+        assert any("(2.0,0.0)" in line for line in shown), shown
+
+
+def test_texts_that_print_alike_are_one_line() -> None:
+    # one_line shows every control character as a space, and grouping folded only spaces:
+    # four identical lines.
+    texts = ["a red cup", "a\x1bred cup", "a\x7fred cup", "a\x01red cup"]
+    records = [_cup(1.0, i, text) for i, text in enumerate(texts)]
+    assert len(format_collapsed(records)) == 1
+    assert len(format_by_layer(records, with_coordinates=True)) == 1
+    assert len(format_by_layer(records, with_coordinates=False)) == 1

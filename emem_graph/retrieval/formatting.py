@@ -238,7 +238,8 @@ def text_key(text: str) -> str:
 
 
 def _text_key(text: str) -> str:
-    return " ".join(text.split()).lower().rstrip(".")
+    # Control characters read as a space (one_line): texts that print alike are one text.
+    return " ".join(one_line(text).split()).lower().rstrip(".")
 
 
 CACHED_KEY_CHARS = 256
@@ -302,15 +303,15 @@ def _shown_key(o: Observation) -> tuple[object, ...]:
 def _group_of(
     groups: dict[tuple[object, ...], list[Any]], o: Observation, *, placed: bool
 ) -> list[Any] | None:
-    """The group ``o`` joins: the one of its square metre, else the one whose line would
-    read as its own; without ``placed``, the one of its text and layer anywhere."""
+    """The group ``o`` joins: the one started in its square metre, else the one whose line
+    would read as its own (a group spans its first record's square metre and what reads as
+    its position, never a chain of metres); without ``placed``, the one of its text and layer
+    anywhere."""
     if not placed:
         return groups.get(("text", o.layer_name, text_key(o.text)))
     group = groups.get(_cell_key(o))
-    if group is None:
+    if group is None:  # not registered under this square metre: no chain of metres forms
         group = groups.get(_shown_key(o))
-        if group is not None:
-            groups[_cell_key(o)] = group
     return group
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from emem_graph.models import Entity, EntityPosition, Gist, Observation
-from emem_graph.retrieval.formatting import format_time
+from emem_graph.retrieval.formatting import format_time, one_line
 from emem_graph.retrieval.locate import (
     CLUSTER_RADIUS,
     MIN_RADIUS,
@@ -241,7 +241,7 @@ def place_name(reader: StayReader, entity: Entity, stay: EntityPosition) -> str:
     where = f"({stay.x:.1f}, {stay.y:.1f})"
     name = reader.landmark(stay.x, stay.y)
     if name and name.strip().lower() != entity.name.strip().lower():
-        where += f" near {name}"
+        where += f" near {one_line(name)}"
     return where
 
 
@@ -261,7 +261,7 @@ def former_stay(reader: StayReader, entity: Entity, stay: EntityPosition) -> str
     """``{name} was at {place} ({sightings}, {span}); it moved on at {time}.``"""
     moved_on = stay.ended if stay.ended is not None else stay.last_seen
     return (
-        f"{entity.name} was at {place_name(reader, entity, stay)} "
+        f"{one_line(entity.name)} was at {place_name(reader, entity, stay)} "
         f"({sightings(stay.count)}, {span(stay)}); it moved on at {format_time(moved_on)}."
     )
 
@@ -329,7 +329,7 @@ def place(
                 first,
                 now,
                 [
-                    f"Not seen before {format_time(at)}: {entity.name} was first seen at "
+                    f"Not seen before {format_time(at)}: {one_line(entity.name)} was first seen at "
                     f"{format_time(first.first_seen)}, at {place_name(reader, entity, first)}."
                 ],
             )
@@ -346,7 +346,7 @@ def place(
         prefix = [f"At {format_time(at)}: at its current position."]
     elif before:
         if len(stays) < 2:
-            prefix = [f"{entity.name} has not moved since it was first seen."]
+            prefix = [f"{one_line(entity.name)} has not moved since it was first seen."]
         else:
             stay = stays[-2]
             return _at_stay(
@@ -388,7 +388,7 @@ def present_notes(
     near = reader.landmark(now_stay.x, now_stay.y)
     near = f" near {near}" if near and near.strip().lower() != entity.name.lower() else ""
     notes = [
-        f"Last seen there: {format_time(now_stay.last_seen)} ({entity.name}{near}, "
+        f"Last seen there: {format_time(now_stay.last_seen)} ({one_line(entity.name)}{near}, "
         f"{sightings(now_stay.count)} at this position since "
         f"{format_time(now_stay.first_seen)})"
     ]

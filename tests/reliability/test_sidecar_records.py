@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -223,3 +224,45 @@ def test_a_close_whose_sightings_fail_still_closes_every_capability(tmp_path: Pa
     with pytest.raises(StorageError):
         memory.close()
     assert len(closed) == len(memory._capabilities) + 1
+
+
+def test_a_kept_sighting_whose_name_holds_a_line_break_is_written_at_the_next_open(
+    tmp_path: Path,
+) -> None:
+    """A version before names were one line kept "blue\\ncup" in unwritten.jsonl; since names
+    with a control character are refused, its replay refused the whole batch at every open and
+    the file stayed (a read-only open refused for good). Its line break reads as a space."""
+    import uuid
+
+    directory = tmp_path / "mem"
+
+    def opened(**kwargs: Any) -> SpatioTemporalMemory:
+        return SpatioTemporalMemory(
+            str(directory),
+            embedding_provider=HashingEmbedder(64),
+            get_current_time=lambda: 1000.0,
+            **kwargs,
+        )
+
+    opened().close()
+
+    def entry(name: str, layer: str = "vision") -> dict[str, Any]:
+        return {
+            "entity_id": uuid.uuid4().hex,
+            "name": name,
+            "x": 1.0,
+            "y": 2.0,
+            "z": 0.0,
+            "timestamp": 900.0,
+            "layer": layer,
+            "entity_type": None,
+            "confidence": 1.0,
+            "metadata": {},
+        }
+
+    UnwrittenRows(directory).keep([], [entry("red chair"), entry("blue\ncup", "cam\x1bera")])
+    with opened() as memory:
+        names = memory.entity_query(n_results=10)
+    assert "red chair" in names and "blue cup" in names
+    assert not (directory / "unwritten.jsonl").exists()
+    opened(read_only=True).close()
