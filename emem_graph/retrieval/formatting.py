@@ -211,12 +211,17 @@ def format_by_layer(observations: list[Observation], *, with_coordinates: bool) 
     by_layer: dict[str, list[list[Observation]]] = {}
     keys: dict[tuple[object, ...], list[Observation]] = {}
     for o in noted(observations):
-        group = _group_of(keys, o, placed=with_coordinates)
-        if group is None:
-            keys[_cell_key(o)] = keys[_shown_key(o)] = group = []
-            if not with_coordinates:
-                keys[("text", o.layer_name, text_key(o.text))] = group
-            by_layer.setdefault(o.layer_name, []).append(group)
+        if with_coordinates:
+            group, cell, shown = _placed_group(keys, o)
+            if group is None:
+                keys[cell] = keys[shown] = group = []
+                by_layer.setdefault(o.layer_name, []).append(group)
+        else:
+            key = ("text", o.layer_name, text_key(o.text))
+            group = keys.get(key)
+            if group is None:
+                keys[key] = group = []
+                by_layer.setdefault(o.layer_name, []).append(group)
         group.append(o)
     lines: list[str] = []
     for layer in sorted(by_layer):
@@ -271,9 +276,9 @@ def collapse_records(
     ordered: list[list[Observation | Gist | Entity]] = []
     for record in records:
         if isinstance(record, Observation):
-            group = _group_of(groups, record, placed=True)
+            group, cell, shown = _placed_group(groups, record)
             if group is None:
-                groups[_cell_key(record)] = groups[_shown_key(record)] = group = []
+                groups[cell] = groups[shown] = group = []
                 ordered.append(group)
         else:
             key = ("g", text_key(record.text)) if isinstance(record, Gist) else ("e", record.id)
@@ -289,30 +294,19 @@ def collapse_records(
     return items
 
 
-def _cell_key(o: Observation) -> tuple[object, ...]:
-    """An observation's text and layer in its square metre."""
-    return ("o", o.layer_name, text_key(o.text), math.floor(o.x), math.floor(o.y))
-
-
-def _shown_key(o: Observation) -> tuple[object, ...]:
-    """An observation's text and layer at its position as a line shows it (0.1 m): 0.99 and
-    1.01 lie in two square metres and read alike, "(1.0,0.0)"."""
-    return ("shown", o.layer_name, text_key(o.text), f"{o.x:.1f}", f"{o.y:.1f}")
-
-
-def _group_of(
-    groups: dict[tuple[object, ...], list[Any]], o: Observation, *, placed: bool
-) -> list[Any] | None:
-    """The group ``o`` joins: the one started in its square metre, else the one whose line
-    would read as its own (a group spans its first record's square metre and what reads as
-    its position, never a chain of metres); without ``placed``, the one of its text and layer
-    anywhere."""
-    if not placed:
-        return groups.get(("text", o.layer_name, text_key(o.text)))
-    group = groups.get(_cell_key(o))
-    if group is None:  # not registered under this square metre: no chain of metres forms
-        group = groups.get(_shown_key(o))
-    return group
+def _placed_group(
+    groups: dict[tuple[object, ...], list[Any]], o: Observation
+) -> tuple[list[Any] | None, tuple[object, ...], tuple[object, ...]]:
+    """The group ``o`` joins, with its two keys: the group started in its square metre (its
+    text and layer there), else the one whose line reads as its own (its position rounded as
+    a line shows it, 0.1 m: 0.99 and 1.01 lie in two square metres and both read "(1.0,0.0)").
+    A group is registered under its first record's keys only, so it spans that square metre
+    and what reads as that position, never a chain of metres. None: a new group."""
+    key = text_key(o.text)
+    cell = ("o", o.layer_name, key, math.floor(o.x), math.floor(o.y))
+    shown = ("shown", o.layer_name, key, round(o.x, 1), round(o.y, 1))
+    group = groups.get(cell)
+    return (groups.get(shown) if group is None else group), cell, shown
 
 
 LINE_FILL_MAX_RECORDS = 2_000
