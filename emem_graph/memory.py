@@ -117,7 +117,6 @@ class SpatioTemporalMemory:
         )
         self._clock()  # a clock that gives no time is refused before anything opens
         self._embeddings = EmbeddingCache(self.embedder, config.embedding_cache_size)
-        self._embed_lock = self._embeddings.lock
         self._embedding_cache = self._embeddings.entries
         self._state_lock = threading.RLock()
         self._closed = False
@@ -169,8 +168,7 @@ class SpatioTemporalMemory:
             self._consolidation,
             config,
             embed=self.embed,
-            embedder=self.embedder,
-            embed_lock=self._embed_lock,
+            embeddings=self._embeddings,
             clock=self._clock,
             capabilities=self._capabilities,
             warm_entity_lines=lambda entities: self.tools.warm_entity_lines(entities),

@@ -11,7 +11,6 @@ open, before anything else.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,8 +24,7 @@ from emem_graph.consolidation.engine import ConsolidationEngine
 from emem_graph.consolidation.entities import Sighting
 from emem_graph.errors import RecoveryNeededError, StorageError
 from emem_graph.ingest.buffer import IngestBuffer
-from emem_graph.ingest.embedding_cache import provider_vectors
-from emem_graph.ingest.embeddings import EmbeddingProvider
+from emem_graph.ingest.embedding_cache import EmbeddingCache
 from emem_graph.ingest.rejected import RejectedRows
 from emem_graph.ingest.unwritten import UnwrittenRows
 from emem_graph.models import Entity, Observation
@@ -64,8 +62,7 @@ class MemoryWriter:
         consolidation: its consolidation engine (staged entity sightings, extraction queue).
         config: its configuration (batch size, flush interval, embedding cache size).
         embed: the facade's embed (cached, serialised).
-        embedder: the embedding provider itself (the storage probe passes the cache).
-        embed_lock: the lock the facade's embed holds (models are not thread-safe).
+        embeddings: the facade's embedding cache (its provider and lock: the storage probe).
         clock: the memory's clock.
         capabilities: told of every written batch.
         warm_entity_lines: makes entity_query's lines of entities just written.
@@ -79,8 +76,7 @@ class MemoryWriter:
         config: MemoryConfig,
         *,
         embed: Callable[[list[str]], np.ndarray],
-        embedder: EmbeddingProvider,
-        embed_lock: threading.Lock,
+        embeddings: EmbeddingCache,
         clock: Callable[[], float],
         capabilities: Sequence[Capability],
         warm_entity_lines: Callable[[Sequence[Entity]], object],
@@ -90,8 +86,7 @@ class MemoryWriter:
         self._consolidation = consolidation
         self._config = config
         self._embed = embed
-        self._embedder = embedder
-        self._embed_lock = embed_lock
+        self._embeddings = embeddings
         self._clock = clock
         self._capabilities = capabilities
         self._warm_lines = warm_entity_lines
@@ -280,8 +275,7 @@ class MemoryWriter:
     def _probe_storage(self) -> None:
         # Content-free: the embedder (past the cache) and a graph write transaction. When
         # these fail, a failed batch is the storage's fault and no row is set aside.
-        with self._embed_lock:  # models are not thread-safe (see the facade's embed)
-            provider_vectors(self._embedder, ["storage probe"])
+        self._embeddings.probe()
         self._store.check_writable()
 
     def _names_to_embed(self) -> list[str]:
@@ -295,7 +289,7 @@ class MemoryWriter:
         """Write a batch of observations, embedding those without a vector; ``names`` (entity
         names the flush writes next) are embedded in the same model call, into the cache."""
         missing = [i for i, p in enumerate(batch) if p.embedding is None]
-        vectors = np.zeros((len(batch), self._embedder.dim), dtype=np.float32)
+        vectors = np.zeros((len(batch), self._embeddings.embedder.dim), dtype=np.float32)
         if missing or names:
             texts = [batch[i].observation.text for i in missing]
             vectors[missing] = self._embed([*texts, *names])[: len(texts)]

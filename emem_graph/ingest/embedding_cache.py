@@ -46,6 +46,15 @@ class EmbeddingCache:
                     cache.popitem(last=False)
             return out
 
+    def probe(self) -> None:
+        """Embed one fixed text past the cache (the storage probe: is the provider up?).
+
+        Raises:
+            BackendUnavailableError, EmbeddingDimensionError: as provider_vectors.
+        """
+        with self.lock:
+            provider_vectors(self.embedder, ["storage probe"])
+
 
 def provider_vectors(embedder: EmbeddingProvider, texts: list[str]) -> np.ndarray:
     """``embedder``'s vectors of ``texts``, checked: one row of ``dim`` finite numbers per
