@@ -1,8 +1,8 @@
-// New entities, a batch at once. $rows: an Arrow table (ENTITY_ARROW: id, name, entity_type,
-// x, y, z, first_seen, last_seen, observation_count, confidence, layer, metadata) read with
-// LOAD FROM: one statement for the batch instead of one per entity (issue 23).
-LOAD FROM $rows
-CREATE (:Entity {id: id, name: name, entity_type: entity_type, x: x, y: y, z: z,
-                 first_seen: first_seen, last_seen: last_seen,
-                 observation_count: observation_count, confidence: confidence,
-                 layer: layer, metadata: metadata})
+// New entities, a batch at once. $rows: rows with ENTITY_ARROW's columns (id, name,
+// entity_type, x, y, z, first_seen, last_seen, observation_count, confidence, layer, metadata):
+// one statement for the batch instead of one per entity.
+UNWIND $rows AS r
+CREATE (:Entity {id: r.id, name: r.name, entity_type: r.entity_type, x: r.x, y: r.y, z: r.z,
+                 first_seen: r.first_seen, last_seen: r.last_seen,
+                 observation_count: r.observation_count, confidence: r.confidence,
+                 layer: r.layer, metadata: r.metadata})

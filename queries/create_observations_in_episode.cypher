@@ -1,9 +1,9 @@
 // Insert a batch of observations of one episode with their BELONGS_TO edges in one pattern
 // (the episode is bound once by primary key, so no per-row MATCH is planned).
-// $episode_id: the episode; $rows: an Arrow table as in create_observations (LOAD FROM)
+// $episode_id: the episode; $rows: the rows as in create_observations.
 MATCH (e:Episode {id: $episode_id})
-LOAD FROM $rows
-CREATE (:Observation {id: id, text: text, x: x, y: y, z: z, timestamp: timestamp,
-                      layer: layer, source_type: source_type, confidence: confidence,
-                      tier: tier, episode_id: episode_id, metadata: metadata})-[:BELONGS_TO]->(e)
+UNWIND $rows AS r
+CREATE (:Observation {id: r.id, text: r.text, x: r.x, y: r.y, z: r.z, timestamp: r.timestamp,
+                      layer: r.layer, source_type: r.source_type, confidence: r.confidence,
+                      tier: r.tier, episode_id: r.episode_id, metadata: r.metadata})-[:BELONGS_TO]->(e)
 RETURN count(*) AS created

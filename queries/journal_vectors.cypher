@@ -1,6 +1,6 @@
 // Record vector-index work (op "upsert" or "delete") for nodes written in this transaction.
-// $rows: an Arrow table with columns id, kind, op (read with LOAD FROM: one statement per batch).
+// $rows: rows with id, kind, op (one statement per batch).
 // The vectors are not stored here (see emem_graph/storage/pending.py).
-LOAD FROM $rows
-MERGE (s:VectorSync {id: id})
-SET s.kind = kind, s.op = op
+UNWIND $rows AS r
+MERGE (s:VectorSync {id: r.id})
+SET s.kind = r.kind, s.op = r.op
