@@ -110,6 +110,12 @@ class MemoryConfig(BaseModel):
     auto_store: bool = True
 
     # --- emem_graph's own fields --------------------------------------------------------------
+    flush_max_batch: int = Field(1_000, gt=0)
+    """Most observations one flush writes (group commit). flush_batch_size waiting starts a
+    flush, which writes everything waiting; while add() is faster than the writes, what
+    arrives during one write waits for the next, up to this many (then add() waits for room).
+    A robot adding faster than a write of flush_batch_size takes gets batches this large,
+    not a graph statement and a vector commit for every few observations."""
     embedding_provider: Literal["sentence-transformers", "ollama", "hashing"] = (
         "sentence-transformers"
     )

@@ -102,6 +102,7 @@ class MemoryWriter:
                 clock=clock,
                 batch_size=config.flush_batch_size,
                 interval=config.flush_interval,
+                max_waiting=config.flush_max_batch,
                 set_aside=self._set_aside,
                 probe=self._probe_storage,
                 kind=type,

@@ -23,7 +23,10 @@ class IngestBuffer(Generic[Item]):
     ``kind`` gives an item's, all items are of one kind without it), when the
     oldest waiting item is ``interval`` seconds old by the injected ``clock`` (checked by the
     flush thread every ``poll`` wall-clock seconds, so a simulated clock drives time flushes), or
-    when flush() is called.
+    when flush() is called. A flush writes everything waiting (a group commit): while the adds
+    come faster than one write takes, the items that arrive during a write wait for the next
+    one, up to ``max_waiting`` of one kind; an add() finding that many waits for room. The cost
+    of a write is then shared by many items instead of ``batch_size``.
 
     A failed write is never retried in front of the others forever. With ``set_aside`` given,
     the batch is split in halves, and halves again, until each failing item stands alone (a few
@@ -42,6 +45,9 @@ class IngestBuffer(Generic[Item]):
             observations and its entity sightings: sightings among observations do not cut
             a batch of observations short, and each kind keeps its own count bound).
         interval: age in clock seconds of the oldest item that triggers a flush.
+        max_waiting: items of one kind that may wait while a write runs (at least
+            ``batch_size``; None: ``batch_size``): the bound on a batch and on what is
+            accepted and not yet being written.
         poll: wall seconds between the flush thread's checks.
         name: the flush thread's name.
         set_aside: keeps one item that cannot be written, with its error (e.g. in a file);
@@ -61,6 +67,7 @@ class IngestBuffer(Generic[Item]):
         set_aside: Callable[[Item, BaseException], None] | None = None,
         probe: Callable[[], None] | None = None,
         kind: Callable[[Item], Hashable] | None = None,
+        max_waiting: int | None = None,
     ) -> None:
         self._write = write
         self._kind = kind
@@ -70,6 +77,7 @@ class IngestBuffer(Generic[Item]):
         """Items set aside since the buffer started (they failed alone; see set_aside)."""
         self._clock = clock
         self.batch_size = batch_size
+        self.max_waiting = batch_size if max_waiting is None else max(batch_size, max_waiting)
         self.interval = interval
         self._poll = poll if poll is not None else min(0.2, interval / 4)
         self._items: list[Item] = []
@@ -94,8 +102,8 @@ class IngestBuffer(Generic[Item]):
     def add(self, item: Item) -> None:
         """Queue one item; wakes the flush thread when a batch is full.
 
-        While a full batch of the item's kind waits already (the writes are slower than the
-        adds), the caller waits until the flush thread has taken it: what is accepted and not
+        While ``max_waiting`` items of its kind wait already (the writes are slower than the
+        adds), the caller waits until the flush thread has taken them: what is accepted and not
         yet written stays within a batch being written and one waiting. It does not wait while
         writes are failing (last_error: the rows stay queued, flush() raises), on the flush
         thread itself, nor when there is no flush thread.
@@ -103,7 +111,7 @@ class IngestBuffer(Generic[Item]):
         kind = None if self._kind is None else self._kind(item)
         with self._room:
             while (
-                self._waiting[kind] >= self.batch_size
+                self._waiting[kind] >= self.max_waiting
                 and self.last_error is None
                 and not self._stopping
                 and threading.current_thread() is not self._thread
