@@ -792,7 +792,7 @@ def test_exclusion_filter_returns_the_n_nearest_rows_it_admits(
 
 
 def test_rows_added_after_an_ann_build_are_folded_in_and_retraining_waits_for_doubling(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A compaction indexes new rows into the existing ANN index; the index is trained again
     only once the table has more than doubled (ann_reindex_growth 1.0): at 0.2 a growing
@@ -801,13 +801,15 @@ def test_rows_added_after_an_ann_build_are_folded_in_and_retraining_waits_for_do
     vectors = unit_vectors(rng, 2_600)
     store = VectorStore(tmp_path / "v", DIM, ann_min_rows=1_000)
     trainings: list[int] = []
-    create_index = store._table.create_index
+    # Counted on the class: a compaction opens the table afresh (a new handle).
+    table_type = type(store._table)
+    create_index = table_type.create_index
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        trainings.append(store._table.count_rows())
-        return create_index(*args, **kwargs)
+    def counted(table: Any, *args: Any, **kwargs: Any) -> Any:
+        trainings.append(table.count_rows())
+        return create_index(table, *args, **kwargs)
 
-    store._table.create_index = counted  # type: ignore[method-assign]
+    monkeypatch.setattr(table_type, "create_index", counted)
     store.add([make_row(i, vectors[i]) for i in range(1_000)])
     store.compact()
     assert trainings == [1_000]

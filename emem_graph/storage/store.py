@@ -229,6 +229,7 @@ class MemoryStore(RecordReads, VectorSearch, KeywordSearch):
                         self._acknowledged = []
                     self._release_old_vector_versions()
             finally:
+                self.vectors.release()
                 self._mark.close()
                 self.graph.close()
 

@@ -78,6 +78,16 @@ FULL_SCAN_BATCH = 16_384
 """Rows per batch of the whole-table read of an unsealed table's check (bounded memory)."""
 
 
+class ClosedTable:
+    """Stands for the table after release(): any use is a clear StorageError."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    def __getattr__(self, name: str) -> Any:
+        raise StorageError(f"the vector table at {self._path} is closed")
+
+
 class VectorStore:
     """The LanceDB table of vectors: append, upsert, delete, prefiltered and keyword search.
 
@@ -134,7 +144,7 @@ class VectorStore:
                     "open the memory read-write once to rebuild it from the graph"
                 )
         try:
-            self._db = lancedb.connect(str(path))
+            self._db: Any = lancedb.connect(str(path))
             self._table = self._open_table()
             stored = self._table.schema.field("vector").type
         except OSError as exc:  # the system's refusal (permissions, no space): not damage
@@ -262,9 +272,21 @@ class VectorStore:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     self._table.optimize(cleanup_older_than=min(self.cleanup_after, since_previous))
+                self._reopen()
                 self._commits_since_compaction = 0
                 self._rewritten_since_compaction = 0
                 self._compacted_at = now
+
+    def _reopen(self) -> None:
+        """Open the table again on a new connection (the caller holds the exclusive lock).
+
+        LanceDB 0.40 keeps a reader of every full-text index file a table handle has searched,
+        even after a compaction replaced the index and its cleanup deleted the file: measured
+        here, 400 small appends with a compaction every 20 left 33 descriptors open on deleted
+        files, growing without bound, and a handle opened afresh after each compaction left
+        none. The old handle and its connection go with their caches."""
+        self._db = lancedb.connect(str(self.path))
+        self._table = self._db.open_table(TABLE)
 
     @property
     def training(self) -> bool:
@@ -307,6 +329,16 @@ class VectorStore:
                 probe.seal_path(self.path).unlink()
         else:
             probe.write_seal(self.path)
+
+    def release(self) -> None:
+        """Let go of the table handle and its connection, with every file descriptor and
+        cache they hold (a process that opens and closes memories all day keeps none of
+        them). Called last by the store's close; the table is not used afterwards."""
+        if (fts := self._fts_rebuild) is not None:
+            fts.join()
+        with self._compact_lock, self._lock.exclusive():
+            self._table = ClosedTable(self.path)
+            self._db = None
 
     # --- reads ---------------------------------------------------------------------------------
 
