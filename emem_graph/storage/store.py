@@ -70,6 +70,9 @@ from emem_graph.storage.vectors import VectorRow
 
 log = logging.getLogger(__name__)
 
+RETRY_DELAYS_S = (0.2, 1.0, 5.0, 30.0)
+"""Seconds before each retry of vector work a LanceDB write failed (the last one repeats)."""
+
 DROP_PAGE_CACHE_ROWS = 250_000
 """From this many observations, the open gives the graph engine's buffer pool back after reading
 them all for the observation index (GraphDB.drop_page_cache: ~310 MB at 1M; ~0.1 s)."""
@@ -130,6 +133,9 @@ class MemoryStore(RecordReads, VectorSearch, KeywordSearch):
         self._write_lock = threading.RLock()
         self._acknowledged: list[str] = []
         self._vector_backlog = False
+        self._retry: threading.Timer | None = None
+        """Retries the vector work a failed LanceDB write left in the journal."""
+        self._retries = 0
         self.read_only = read_only
         if not read_only:
             refuse_lost_graph(self.root, GRAPH_FILE, VECTOR_DIR)
@@ -220,6 +226,8 @@ class MemoryStore(RecordReads, VectorSearch, KeywordSearch):
             loaders = list(self._loaders)
         for loader in loaders:
             loader.join()
+        if (retry := self._retry) is not None:
+            retry.cancel()
         with self._write_lock:
             try:
                 if not self.read_only:
@@ -316,8 +324,8 @@ class MemoryStore(RecordReads, VectorSearch, KeywordSearch):
             try:
                 change.apply_vectors(self.vectors)
             except StorageError as exc:
-                log.warning("vector write failed, will reconcile: %s", exc)
-                self._vector_backlog = True
+                log.warning("vector write failed, retrying shortly: %s", exc)
+                self._vector_failed()
                 return
             self._pending.discard(waiting)
             self._acknowledged.extend(change.journal_ids())
@@ -399,6 +407,32 @@ class MemoryStore(RecordReads, VectorSearch, KeywordSearch):
             self._vector_backlog = False
             log.info("reconciled %d vector entries (%d re-indexed)", len(pending), len(upserts))
             return len(pending)
+
+    def _vector_failed(self) -> None:
+        """Mark the journal's work as owed to LanceDB and retry it on a timer (the caller
+        holds the write lock): the gist or entity a failed write carried is searchable within
+        seconds, not only after some later write happens to reconcile."""
+        self._vector_backlog = True
+        if self._retry is None or not self._retry.is_alive():
+            delay = RETRY_DELAYS_S[min(self._retries, len(RETRY_DELAYS_S) - 1)]
+            self._retry = threading.Timer(delay, self._retry_vectors)
+            self._retry.daemon = True
+            self._retry.name = "emem-vector-retry"
+            self._retry.start()
+
+    def _retry_vectors(self) -> None:
+        with self._write_lock:
+            if self._closing.is_set() or not self._vector_backlog:
+                return
+            self._retries += 1
+            try:
+                self.reconcile()
+            except Exception as exc:  # the journal keeps the work: tried again later
+                log.warning("retrying the vector work failed (%s); trying again", exc)
+                self._retry = None
+                self._vector_failed()
+                return
+            self._retries = 0
 
     def _refuse_writes(self, what: str) -> None:
         """Refuse a write on a read-only store before anything is touched (the graph engine,
@@ -497,10 +531,10 @@ class MemoryStore(RecordReads, VectorSearch, KeywordSearch):
         try:
             self.vectors.add(rows)
         except StorageError as exc:
-            # The graph holds the nodes and the journal holds the work: retried before the next
-            # write, and on the next open. Nothing is lost.
-            log.warning("vector write failed, will reconcile: %s", exc)
-            self._vector_backlog = True
+            # The graph holds the nodes and the journal holds the work: retried shortly, before
+            # the next write, and on the next open. Nothing is lost.
+            log.warning("vector write failed, retrying shortly: %s", exc)
+            self._vector_failed()
             return False
         self._acknowledged.extend(r.id for r in rows)
         return True
