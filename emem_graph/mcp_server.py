@@ -8,7 +8,8 @@ write actions (store_specific_memory, start_episode, end_episode).
 
 The server runs in a daemon thread while the main thread waits for the client to leave (stdin
 closed) or for SIGTERM / SIGINT; the caller then closes the memory, so everything a tool call
-acknowledged is flushed before the process exits.
+acknowledged is flushed before the process exits. A note store_specific_memory answers "Stored"
+for is written before that answer (the tool itself writes it), so it survives a kill too.
 """
 
 from __future__ import annotations

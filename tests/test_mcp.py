@@ -2,7 +2,9 @@
 Client) over stdio and over streamable HTTP on 127.0.0.1. Every tool is listed with its one
 definition and answers; bad arguments are tool errors and the server keeps answering; a
 read-only server refuses writes; a non-loopback bind needs --allow-remote; SIGTERM stops the
-server with exit status 0 and what a tool call stored is in the memory afterwards."""
+server with exit status 0 and what a tool call stored is in the memory afterwards; a note
+store_specific_memory acknowledged is in the memory even when the server is killed (SIGKILL)
+right after the answer."""
 
 from __future__ import annotations
 
@@ -517,6 +519,34 @@ def test_sigterm_stops_an_http_server_with_status_0_and_keeps_what_was_stored(
         assert process.wait(STOP_S) == 0
         assert time.monotonic() - started < STOP_S
     assert "the keys are in the blue bowl" in stored_notes(memory_dir)
+
+
+def test_every_note_acknowledged_over_http_survives_a_kill_9_right_after_the_answer(
+    memory_dir: Path,
+) -> None:
+    notes = [f"spare key {i} is in the blue bowl" for i in range(5)]
+    answers: list[str] = []
+    with http_server(memory_dir) as (process, url):
+
+        async def session() -> None:
+            async with Client(url, timeout=START_S) as client:
+                for note in notes:
+                    result = await client.call_tool(
+                        "store_specific_memory", {"content": note, "x": 2.0, "y": 2.0}
+                    )
+                    answers.append(text_of(result))
+                process.kill()  # SIGKILL as soon as the last answer is in
+                process.wait(STOP_S)
+
+        with contextlib.suppress(Exception):  # the client's goodbye finds no server
+            run(session)
+        assert process.returncode == -signal.SIGKILL
+    assert len(answers) == len(notes), answers
+    assert all(answer.startswith("Stored memory ") for answer in answers), answers
+    acknowledged = {answer.split()[2]: note for answer, note in zip(answers, notes, strict=True)}
+    with SpatioTemporalMemory(str(memory_dir), embedding_provider=HashingEmbedder(384)) as memory:
+        found = {note_id: memory.store.get_observation(note_id) for note_id in acknowledged}
+    assert {note_id: o and o.text for note_id, o in found.items()} == acknowledged
 
 
 def test_sigterm_stops_a_stdio_server_while_its_client_is_connected(

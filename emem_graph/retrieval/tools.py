@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from emem_graph.errors import StorageError
 from emem_graph.filters import FILTER_PARAMETERS, area_of, perception_filter
 from emem_graph.models import AGENT_NOTE, STAY_RADIUS, Entity, EntityPosition, Gist
 from emem_graph.retrieval import history, lookups
@@ -524,14 +525,36 @@ class RetrievalTools(ServedTools):
         y: float | None = None,
         z: float | None = None,
     ) -> str:
-        """Remember a note at (x, y, z), by default the current position."""
+        """Remember a note at (x, y, z), by default the current position; it is written
+        (durable) before the answer says it is stored.
+
+        Raises:
+            StorageError: the note could not be written: the answer names it as not durable.
+        """
         position = self._host.current_position
         here = np.zeros(3) if position is None else position
         px, py, pz = (
             float(here[i]) if value is None else value for i, value in enumerate((x, y, z))
         )
         note_id = self._host.add(content, px, py, pz, layer_name=layer_name, source_type=AGENT_NOTE)
+        self._make_durable(note_id)
         return f"Stored memory {note_id} in [{layer_name}] at ({px:.1f}, {py:.1f}, {pz:.1f})."
+
+    def _make_durable(self, note_id: str) -> None:
+        # The callers of this action (an MCP client, a ROS service client, a planner) cannot
+        # flush: "Stored" must mean the note survives the process being killed right after.
+        try:
+            self._host.flush()
+        except Exception as exc:
+            raise StorageError(
+                f"store_specific_memory: note {note_id} is not durable yet, writing it failed "
+                f"({one_line(str(exc))}); it stays queued for the next flush or close"
+            ) from exc
+        if self._store.get_observation(note_id) is None:  # refused alone: set aside
+            raise StorageError(
+                f"store_specific_memory: note {note_id} was not stored, the store refused it "
+                "(kept in rejected.jsonl of the memory's directory)"
+            )
 
     @tool_method
     def start_episode(self, name: str) -> str:

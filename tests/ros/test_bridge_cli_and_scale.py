@@ -1,5 +1,6 @@
-"""``emem-graph ros`` as a process (topic trigger, SIGTERM flushes and closes the memory) and the
-service round-trip of semantic_search on a memory of 10,000 observations."""
+"""``emem-graph ros`` as a process (topic trigger, SIGTERM flushes and closes the memory, a note
+a service acknowledged survives SIGKILL right after the answer) and the service round-trip of
+semantic_search on a memory of 10,000 observations."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -129,6 +131,73 @@ def test_emem_graph_ros_names_a_bad_config_key(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "layers[0].max_age" in done.stderr
+
+
+@pytest.fixture
+def note_bridge(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path, str]]:
+    """``emem-graph ros --config bridge.yaml`` with the memory's default flush settings (the
+    hashing embedder: nothing to load). Each gets a node name of its own: a killed node's
+    services stay discovered for a while."""
+    node_name = f"emem_note_bridge_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    config = tmp_path / "bridge.yaml"
+    config.write_text(
+        f"""
+node_name: {node_name}
+memory_dir: {tmp_path / "memory"}
+memory:
+  embedding_provider: hashing
+layers:
+  - name: notes
+    topic: {_prefix()}/notes
+    type: std_msgs/String
+""",
+        encoding="utf-8",
+    )
+    load_config(config)  # the file is valid before the process reads it
+    script = Path(sys.executable).parent / "emem-graph"
+    process = subprocess.Popen(
+        [str(script), "ros", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield process, config, node_name
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+@pytest.mark.parametrize("door", ["StoreSpecificMemory", "CallTool"])
+def test_every_note_a_service_acknowledged_survives_a_kill_9_right_after_the_answer(
+    door: str, note_bridge: tuple[subprocess.Popen[str], Path, str], ros_client: RosClient
+) -> None:
+    process, config_path, node_name = note_bridge
+    service = f"/{node_name}/{'store_specific_memory' if door != 'CallTool' else 'call_tool'}"
+    ros_client.client(door, service, wait_s=120.0)
+    acknowledged: dict[str, str] = {}
+    for i in range(5):
+        note = f"spare key {i} is in drawer {i}"
+        if door == "CallTool":
+            answer = ros_client.call(
+                door,
+                service,
+                tool_name="store_specific_memory",
+                arguments_json=json.dumps({"content": note}),
+            )
+            assert answer.success and answer.result.startswith("Stored memory "), answer
+            acknowledged[answer.result.split()[2]] = note
+        else:
+            answer = ros_client.call(door, service, content=note)
+            assert answer.success, answer.error
+            acknowledged[answer.observation_id] = note
+    process.kill()  # SIGKILL as soon as the last answer is in
+    process.communicate(timeout=60)
+    assert process.returncode == -signal.SIGKILL
+    with load_config(config_path).open_memory() as memory:
+        found = {note_id: memory.store.get_observation(note_id) for note_id in acknowledged}
+    assert {note_id: o and o.text for note_id, o in found.items()} == acknowledged
 
 
 # --- round trip at 10k observations --------------------------------------------------------------
