@@ -6,10 +6,12 @@ Modules: ``workload`` (the patrol), ``baseline`` (the floor ingest and exact Num
 ``drive`` (the calls made to a memory), ``compare`` (eMEM as a subject), ``report`` (figures,
 table, JSON), ``run`` (one run, composing the others), ``scales`` (one run at several sizes,
 each in a child process), ``resident`` (a memory's resident bytes, measured in a fresh
-process), ``command`` (its command line).
+process), ``day`` (a robot's day through one open memory), ``day_report`` (its figures),
+``footprint`` (the process's memory and descriptors), ``command`` (its command line).
 
 Run: ``emem-graph bench --n 100000`` or ``python -m emem_graph.evals.bench --n 100000``;
-``emem-graph bench --scales 20000,100000,1000000`` for every size in one run.
+``emem-graph bench --scales 20000,100000,1000000`` for every size in one run;
+``emem-graph bench --day --observations 200000`` for a robot's day.
 """
 
 from __future__ import annotations

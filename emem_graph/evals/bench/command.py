@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from emem_graph.errors import EmemGraphError, InvalidInputError
+from emem_graph.evals.bench.day import EMBEDDERS
 from emem_graph.evals.bench.report import previous_run, table, to_json
 from emem_graph.evals.bench.run import run_bench
 from emem_graph.ingest.embeddings import EmbeddingProvider
@@ -19,18 +20,24 @@ from emem_graph.limits import MAX_JSON_FILE_BYTES, check_cli_arguments, load_jso
 
 HELP = (
     "benchmark a synthetic patrol: ingest, the ten tools, filtered search, reopen, "
-    "disk, each beside a baseline measured in the same run"
+    "disk, each beside a baseline measured in the same run; --day: a robot's whole day "
+    "through one open memory (rates, memory and descriptors over time)"
 )
 """What the benchmark does, in one line (the subcommand's help)."""
 
 _GLOBAL = ("-q", "--quiet", "-v", "--verbose")
+DEFAULT_OUT = "bench-memory"
+DAY_OBSERVATIONS = 200_000
+_NOT_WITH_DAY = ("fleet", "scales", "scale_from", "scale_with")
 
 
 def add_arguments(bench: argparse.ArgumentParser) -> None:
     """Add the benchmark's options to ``bench`` (a parser or a subcommand's parser)."""
     bench.add_argument("--n", type=int, default=100_000, help="observations (default 100k)")
     bench.add_argument(
-        "--out", default="bench-memory", help="scratch directory (default bench-memory)"
+        "--out",
+        default=None,
+        help=f"scratch directory (default {DEFAULT_OUT}; with --day a new temporary directory)",
     )
     bench.add_argument("--queries", type=int, default=20, help="timed calls per tool (default 20)")
     bench.add_argument(
@@ -91,7 +98,45 @@ def add_arguments(bench: argparse.ArgumentParser) -> None:
         "or a path; default a folder of --out); 'moto' starts a local S3-compatible server "
         "and counts its requests",
     )
-    bench.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    bench.add_argument(
+        "--day",
+        action="store_true",
+        help="a robot's day instead: --observations add() calls into one memory of the default "
+        "configuration, open throughout, an episode ended every 500 without waiting, a tool "
+        "call every 50; ingest rate, RSS and open/deleted descriptors every 5%% of the run, "
+        "tool p50 at the start and the end, warnings logged, what was consolidated, "
+        "descriptors after close (and eMEM's rate, when installed)",
+    )
+    bench.add_argument(
+        "--observations",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"with --day: observations of the day (default {DAY_OBSERVATIONS})",
+    )
+    bench.add_argument(
+        "--engine",
+        choices=["ladybug", "kuzu"],
+        default=None,
+        help="with --day: the graph engine (default: the configuration's, ladybug unless "
+        "EMEM_GRAPH_ENGINE says otherwise)",
+    )
+    bench.add_argument(
+        "--embedder",
+        choices=list(EMBEDDERS),
+        default="vectors",
+        help="with --day: 'vectors' gives the patrol's vectors with each add (default); "
+        "'model' gives text only, embedded by the memory's all-MiniLM-L6-v2",
+    )
+    bench.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        default=None,
+        metavar="PATH",
+        help="the figures as JSON: printed instead of the table, or written to PATH (the "
+        "table still printed)",
+    )
     bench.add_argument("--keep", action="store_true", help="keep the scratch databases")
 
 
@@ -110,6 +155,12 @@ def run_command(
     args: argparse.Namespace, make_embedder: Callable[[str], EmbeddingProvider] = embedder
 ) -> int:
     """Run the benchmark the parsed options ask for and print its table (or JSON)."""
+    _check_json_path(args.json)
+    if args.day:
+        return _run_day(args)
+    if args.observations is not None:
+        raise SystemExit("emem-graph bench: --observations is the size of a --day run; use --n")
+    args.out = args.out or DEFAULT_OUT
     if getattr(args, "fleet", None):
         from emem_graph.evals.bench.fleet import describe, run_fleet_bench
 
@@ -124,7 +175,7 @@ def run_command(
             keep=args.keep,
             progress=not args.quiet,
         )
-        print(json.dumps(figures, indent=2) if args.json else describe(figures), end="\n")
+        _print(args, figures, describe(figures) + "\n")
         return 0
     if getattr(args, "scales", None):
         return _run_scales(args)
@@ -158,11 +209,56 @@ def run_command(
         extract_n=args.extract_n,
         scale_n=args.scale_with,
     )
-    if args.json:
-        print(json.dumps(to_json(result.setup, result.figures, previous), indent=2))
-    else:
-        print(table(result.setup, result.figures, previous), end="")
+    _print(
+        args,
+        to_json(result.setup, result.figures, previous),
+        table(result.setup, result.figures, previous),
+    )
     return 0
+
+
+def _run_day(args: argparse.Namespace) -> int:
+    """``--day``: a robot's day through one open memory (day.py), its table (or JSON)."""
+    from emem_graph.evals.bench.day import run_day
+    from emem_graph.evals.bench.day_report import day_figures, day_table
+
+    given = [f"--{name.replace('_', '-')}" for name in _NOT_WITH_DAY if getattr(args, name)]
+    if args.model != "none":
+        given.append("--model")
+    if given:
+        raise SystemExit(f"emem-graph bench: --day excludes {', '.join(given)}")
+    result = run_day(
+        DAY_OBSERVATIONS if args.observations is None else args.observations,
+        args.out,
+        engine=args.engine,
+        embedder=args.embedder,
+        compare=True if args.compare == "emem" else None,
+        keep=args.keep,
+        # Progress bars only on a terminal: never in a log or a captured test output.
+        progress=not args.quiet and sys.stderr.isatty(),
+    )
+    _print(args, day_figures(result), day_table(result))
+    return 0
+
+
+def _check_json_path(path: str | None) -> None:
+    """Refuse a --json PATH that cannot be written before a run of minutes, not after it."""
+    if path is None or path == "-":
+        return
+    parent = Path(path).resolve().parent
+    if not parent.is_dir() or Path(path).is_dir():
+        raise InvalidInputError(f"--json {path}: not a file in an existing directory")
+
+
+def _print(args: argparse.Namespace, figures: object, text: str) -> None:
+    """The table on stdout; with --json the JSON instead, or beside it in --json's file."""
+    if args.json is None:
+        print(text, end="")
+    elif args.json == "-":
+        print(json.dumps(figures, indent=2))
+    else:
+        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+        print(text, end="")
 
 
 def _run_scales(args: argparse.Namespace) -> int:
@@ -182,7 +278,7 @@ def _run_scales(args: argparse.Namespace) -> int:
         *(("--model", args.model) if args.model != "none" else ()),
         *(("--model-n", str(args.model_n)) if args.model_n else ()),
     ]
-    quiet = args.quiet or args.json
+    quiet = args.quiet or args.json == "-"
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
@@ -190,10 +286,7 @@ def _run_scales(args: argparse.Namespace) -> int:
     combined = run_scales(
         scales, Path(args.out), options, keep=args.keep, progress=None if quiet else say
     )
-    if args.json:
-        print(json.dumps(combined, indent=2))
-    else:
-        print(scales_table(combined), end="")
+    _print(args, combined, scales_table(combined))
     return 0
 
 

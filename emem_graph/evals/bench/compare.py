@@ -33,9 +33,10 @@ def emem_version() -> str | None:
 
 
 def emem_subject(
-    directory: Path, embedder: EmbeddingProvider, clock: SimClock, batch_size: int
+    directory: Path, embedder: EmbeddingProvider, clock: SimClock, batch_size: int | None
 ) -> Subject:
-    """eMEM with its defaults, except one flush per ``batch_size`` adds (as for emem_graph).
+    """eMEM with its defaults, except one flush per ``batch_size`` adds (as for emem_graph);
+    ``batch_size`` None keeps eMEM's own flushing too (its batch size and wall-clock timer).
 
     Raises:
         BackendUnavailableError: eMEM is not installed (the message says how to install it).
@@ -47,12 +48,13 @@ def emem_subject(
         raise BackendUnavailableError(
             f"--compare emem needs eMEM, which is not installed ({exc}): {INSTALL_HINT}"
         ) from None
+    # eMEM's flush timer is wall-clock time: off when the batch size is chosen.
+    flushing = {} if batch_size is None else {"flush_batch_size": batch_size, "flush_interval": 1e9}
     config = emem.SpatioTemporalMemoryConfig(
         db_path=str(directory / "memory.db"),
         hnsw_path=str(directory / "memory.hnsw.bin"),
         embedding_dim=embedder.dim,
-        flush_batch_size=batch_size,
-        flush_interval=1e9,  # eMEM's flush timer is wall-clock time
+        **flushing,
     )
 
     def open_memory() -> Any:
