@@ -143,9 +143,6 @@ class SpatioTemporalMemory:
         self._episode_stack: list[str] = []
         self._last_ended: str | None = None
         """The episode this process ended last (the next one FOLLOWS it)."""
-        if not self.read_only:  # read-only: the store refused a memory needing these
-            self._close_interrupted_episodes()
-            self._consolidation.recover()
         self._position = self._store.latest_perception_position()
         self._working: deque[Observation] = deque(maxlen=config.working_memory_size)
         self._capabilities: list[Capability] = []
@@ -177,6 +174,11 @@ class SpatioTemporalMemory:
         # No flush thread for a read-only memory: nothing can be added to it.
         self._buffer = self._writer.buffer
         self._writer.open()
+        if not self.read_only:  # read-only: the store refused a memory needing these
+            # After the rows a failed close kept are written: an episode's recovery reads
+            # every observation it holds.
+            self._close_interrupted_episodes()
+            self._consolidation.recover()
 
     def _abandon(self) -> None:
         """Stop and close whatever a failed construction opened (never raises)."""
@@ -312,7 +314,7 @@ class SpatioTemporalMemory:
             tier="working",
         )
         vector = None if embedding is None else validation.embedding(embedding, self.embedder.dim)
-        self._ingest().add(Pending(observation, vector))
+        self._writer.add(Pending(observation, vector))
         with self._state_lock:
             self._working.append(observation)
             if source_type not in (INTEROCEPTION, AGENT_NOTE):
@@ -642,7 +644,8 @@ class SpatioTemporalMemory:
         y: float | None = None,
         z: float | None = None,
     ) -> str:
-        """Planner action: remember a note at (x, y, z), by default the current position."""
+        """Planner action: remember a note at (x, y, z), by default the current position;
+        unlike add(), the note is written (durable) before this returns (StorageError: not)."""
         return self.tools.store_specific_memory(content, layer_name, x, y, z)
 
     # --- capabilities' tools (thin delegations, one block per capability) ----------------------

@@ -22,11 +22,12 @@ from emem_graph.capability import Capability
 from emem_graph.config import MemoryConfig
 from emem_graph.consolidation.engine import ConsolidationEngine
 from emem_graph.consolidation.entities import Sighting
-from emem_graph.errors import RecoveryNeededError, StorageError
+from emem_graph.errors import ReadOnlyMemoryError, RecoveryNeededError, StorageError
 from emem_graph.ingest.buffer import IngestBuffer
 from emem_graph.ingest.embedding_cache import EmbeddingCache
 from emem_graph.ingest.rejected import RejectedRows
 from emem_graph.ingest.unwritten import UnwrittenRows
+from emem_graph.ingest.waiting import WaitingObservations
 from emem_graph.models import Entity, Observation
 from emem_graph.retrieval.formatting import one_line
 from emem_graph.storage.store import MemoryStore
@@ -94,6 +95,9 @@ class MemoryWriter:
         self.set_aside_ids: set[str] = set()
         """Ids of observations set aside (get_recent() leaves them out)."""
         consolidation.resolver.set_aside = self._set_aside_entity
+        self.waiting = WaitingObservations()
+        """The observations added and not yet written: a sighting resolved now sees them."""
+        consolidation.resolver.waiting = self.waiting
         self.buffer: IngestBuffer[Item] | None = (
             None
             if read_only
@@ -128,6 +132,23 @@ class MemoryWriter:
             f"failed close left unwritten ({self.unwritten.path.name}), which a "
             "read-only open cannot write: open it read-write once (and close it), then read-only"
         )
+
+    def add(self, pending: Pending) -> None:
+        """Queue an added observation for the buffer's next write; until it is written the
+        entity resolver reads it from ``waiting``.
+
+        Raises:
+            ReadOnlyMemoryError: the memory is open read-only (no buffer).
+            RuntimeError: the buffer is stopped (the memory is closing).
+        """
+        if self.buffer is None:
+            raise ReadOnlyMemoryError("the memory is open read-only: nothing can be added")
+        self.waiting.add(pending.observation)
+        try:
+            self.buffer.add(pending)
+        except BaseException:
+            self.waiting.discard([pending.observation.id])
+            raise
 
     # --- close ---------------------------------------------------------------------------------
 
@@ -265,6 +286,7 @@ class MemoryWriter:
         self.rejected.set_aside(
             "observation", observation.id, observation.model_dump(), error, self._clock()
         )
+        self.waiting.discard([observation.id])  # never written: not a look
         # Not under the facade's state lock: end_episode() holds it while it flushes (a
         # deadlock with the flush thread); adding to a set is atomic.
         self.set_aside_ids.add(observation.id)
@@ -298,6 +320,7 @@ class MemoryWriter:
             if pending.embedding is not None:
                 vectors[i] = pending.embedding
         self._store.write_observations([p.observation for p in batch], vectors)
+        self.waiting.discard(p.observation.id for p in batch)  # the store's index holds them
         for pending in batch:
             pending.observation.tier = "short_term"
         written = [p.observation for p in batch]

@@ -15,17 +15,20 @@ entity when all three tests pass:
    such context passes. Paraphrases of one object's caption measure 0.45-0.85 with MiniLM, so
    gating every merge would split objects whose captions vary.
 
-Among the entities that pass, the best name match nearest by is chosen. Merging updates the
-entity in place: the position is the running mean of its sightings (not the latest one), the
-count and first/last seen update, a more specific name replaces a vaguer one, and its vector row
-is replaced (never a second, dead vector). Each sighting's observation gets an OBSERVED_IN edge;
-entities sharing an observation get their COOCCURS_WITH count incremented (one edge per unordered
-pair, stored from the smaller id to the larger). A batch is one graph transaction.
+Among the entities that pass, the best name match nearest by is chosen (equally good: the one
+seen last). Merging updates the entity in place: the position is the running mean of its
+sightings (not the latest one), the count and first/last seen update, a more specific name
+replaces a vaguer one, and its vector row is replaced (never a second, dead vector). Each
+sighting's observation gets an OBSERVED_IN edge; entities sharing an observation get their
+COOCCURS_WITH count incremented (one edge per unordered pair, stored from the smaller id to the
+larger). A batch is one graph transaction.
 
 The resolver holds every entity in memory (read from the graph once; it is the only writer of
 entities). A batch can be staged instead of written: add_entity() stages its sighting, which is
 visible to the next sightings at once and written with the memory's next flush (by count or by
-flush_interval, like observations), so a hand-given sighting costs what add() costs.
+flush_interval, like observations), so a hand-given sighting costs what add() costs. The
+observations the whereabouts rules read are the store's and those added and not yet written
+(``waiting``), so a sighting's resolution does not depend on when the buffer writes.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from emem_graph.consolidation.detections import is_detection_text
 from emem_graph.consolidation.entity_tracking import Grid, Tracked, mark_written
 from emem_graph.consolidation.entity_writes import entity_change
 from emem_graph.errors import StorageError
-from emem_graph.models import Entity
+from emem_graph.models import Entity, EntityPosition
 from emem_graph.storage.changes import GraphChange
 from emem_graph.text import names
 from emem_graph.text.extractive import Embed
@@ -127,6 +130,10 @@ class EntityResolver:
         self.set_aside: Callable[[Entity, BaseException], None] | None = None
         """Keeps an entity the graph cannot write (durably, or raises); None: a failed
         flush stays staged whole and is retried."""
+        self.waiting: whereabouts.Looks | None = None
+        """The observations added and not yet written (the memory's writer sets it): the
+        whereabouts rules read them with the store's, so a sighting sees every observation
+        added before it, whenever the buffer writes."""
 
     def resolve(
         self,
@@ -319,7 +326,7 @@ class EntityResolver:
         self, sighting: Sighting, tracked: dict[str, Tracked], grid: Grid
     ) -> Tracked | None:
         name_vector: np.ndarray | None = None  # embedded only for a name to compare
-        best: tuple[float, Tracked] | None = None
+        best: tuple[float, float, float, str, Tracked] | None = None
         for entity_id in grid.near(sighting.x, sighting.y):
             candidate = tracked[entity_id]
             entity = candidate.entity
@@ -343,9 +350,12 @@ class EntityResolver:
             if ambiguous and not self._context_passes(entity_id, candidate.new, sighting):
                 continue
             score = name_score + DISTANCE_WEIGHT * (1.0 - distance / self.radius)
-            if best is None or score > best[0]:
-                best = (score, candidate)
-        return best[1] if best else None
+            # Equal scores go to the one seen last, then the older one: decided by what was
+            # seen, not by the order the grid's sets hold ids in.
+            rank = (score, entity.last_seen, -entity.first_seen, entity.id)
+            if best is None or rank > best[:4]:
+                best = (*rank, candidate)
+        return best[4] if best else None
 
     def _context_passes(self, entity_id: str, new: bool, sighting: Sighting) -> bool:
         if sighting.context is None:
@@ -495,7 +505,7 @@ class EntityResolver:
         chosen: Tracked | None = None
         for tracked in candidates:
             entity = tracked.entity
-            if whereabouts.missed_at(self._store, tracked.stay, entity.layer_name, at) is not None:
+            if self._missed_at(tracked.stay, entity.layer_name, at) is not None:
                 chosen = tracked
                 break
             if chosen is None and (
@@ -528,7 +538,10 @@ class EntityResolver:
         if whereabouts.distance(previous, sighting.x, sighting.y) > self.radius:
             return False
         layer = tracked.entity.layer_name
-        return whereabouts.missed_at(self._store, previous, layer, sighting.timestamp) is None
+        return self._missed_at(previous, layer, sighting.timestamp) is None
+
+    def _missed_at(self, stay: EntityPosition, layer: str | None, until: float) -> float | None:
+        return whereabouts.missed_at(self._store, stay, layer, until, self.waiting)
 
     def _coexisted(self, tracked: Tracked) -> bool:
         """Another entity of the same name is known (two such things were seen at once, or a

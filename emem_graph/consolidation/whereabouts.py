@@ -1,4 +1,4 @@
-"""Whereabouts: where an entity is now, where it was, and when it moved (issue 22).
+"""Whereabouts: where an entity is now, where it was, and when it moved.
 
 An entity's history is a list of stays (EntityPosition, the graph's Position nodes), oldest
 first; the last one is open: where the thing is now, as far as the memory knows. The entity's
@@ -43,17 +43,18 @@ and the work per sighting stays bounded.
 
 The rules look at what the memory already holds (sightings and observations); they never need
 a sighting that has not come yet, and the same sightings in the same order give the same
-entities.
+entities. The observations they read are every one added before the sighting, written or still
+waiting in the ingest buffer (``waiting``): when the buffer writes does not change the answer.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from emem_graph.models import STAY_RADIUS, EntityPosition
 
-__all__ = ["STAY_RADIUS", "distance", "missed_at"]
+__all__ = ["STAY_RADIUS", "Looks", "distance", "missed_at"]
 
 if TYPE_CHECKING:
     from emem_graph.storage.store import MemoryStore
@@ -76,20 +77,49 @@ ABSENCE_AFTER = 30.0
 (the frames right after a sighting miss it by occlusion and framing, not by absence)."""
 
 
+class Looks(Protocol):
+    """Observations that are looks at places, as the observation index answers for them."""
+
+    def latest_within(
+        self,
+        x: float,
+        y: float,
+        radius: float,
+        *,
+        layer: str | None = None,
+        time_after: float | None = None,
+        time_before: float | None = None,
+    ) -> float | None:
+        """The time of the latest one within ``radius`` of (x, y), or None."""
+        ...
+
+
 def distance(stay: EntityPosition, x: float, y: float) -> float:
     """Metres from a stay's mean to (x, y), in the plane."""
     return math.hypot(stay.x - x, stay.y - y)
 
 
 def missed_at(
-    store: MemoryStore, stay: EntityPosition, layer: str | None, until: float
+    store: MemoryStore,
+    stay: EntityPosition,
+    layer: str | None,
+    until: float,
+    waiting: Looks | None = None,
 ) -> float | None:
     """The latest look at ``stay`` (an observation of ``layer`` within LOOK_RADIUS) at least
     ABSENCE_AFTER after its last sighting and not after ``until``: the thing was not seen
-    there then. None when the robot did not look there since (or ``until`` is too early)."""
+    there then. None when the robot did not look there since (or ``until`` is too early).
+    ``waiting``: the observations added and not yet written, read too."""
     start = stay.last_seen + ABSENCE_AFTER
     if until < start:
         return None
-    return store.index.latest_within(
-        stay.x, stay.y, LOOK_RADIUS, layer=layer, time_after=start, time_before=until
-    )
+    # The waiting ones first: one written in between is in the store's index by the time it
+    # leaves them, so it is read in one or the other.
+    sources: list[Looks] = [store.index] if waiting is None else [waiting, store.index]
+    found = [
+        source.latest_within(
+            stay.x, stay.y, LOOK_RADIUS, layer=layer, time_after=start, time_before=until
+        )
+        for source in sources
+    ]
+    return max((t for t in found if t is not None), default=None)
