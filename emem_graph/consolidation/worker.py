@@ -79,7 +79,8 @@ class BackgroundWorker:
         return future
 
     def stop(self) -> None:
-        """Run the jobs already queued, then stop the thread (idempotent)."""
+        """Run every job submitted before it (their Futures complete), then stop the thread
+        (idempotent)."""
         with self._lock:
             if self._stopping:
                 return
@@ -96,7 +97,9 @@ class BackgroundWorker:
             try:
                 job = self._jobs.get(timeout=self._poll)
             except queue.Empty:
-                job = None if self._stopping else _IDLE
+                # Only stop()'s None ends the loop: a job submitted between this look and
+                # stop() is queued ahead of it, and is run.
+                job = _IDLE
             if job is None:
                 return
             if job is not _IDLE:
