@@ -516,6 +516,104 @@ def test_locate_and_recall_answer_in_the_fleet_frame(
     assert fleet.search_gists("kitchen") == "No gists found."
 
 
+def test_two_robots_copied_from_one_memory_each_answer_with_their_own_rows(
+    s3: dict[str, object], robots: dict[str, tuple[Robot, Path]], tmp_path: Path
+) -> None:
+    """bravo is provisioned from a copy of alpha's memory, so the two share every record id,
+    and pushes half a metre along x: a row is one version of one record of one robot, so
+    every answer without a robot filter holds both robots' rows."""
+    robot, directory = robots["alpha"]
+    uri = f"s3://{BUCKET}/copied"
+    copy = tmp_path / "bravo"
+    subprocess.run(["cp", "-r", str(directory), str(copy)], check=True)
+    push_memory(directory, uri, "alpha")
+    push_memory(copy, uri, "bravo", frame=Frame(0.5, 0.0, 0.0))
+    fleet = _fleet(uri)
+    text = robot.seen[1][0]  # the red toolbox by the kitchen door, at (4.0, 0.5)
+    found = dict(_lines(fleet.semantic_search(text, n_results=2)))
+    assert sorted(found) == ["alpha", "bravo"]
+    assert found["alpha"].startswith("[vision] (4.0,0.5)") and found["alpha"].endswith(text)
+    assert found["bravo"].startswith("[vision] (4.5,0.5)") and found["bravo"].endswith(text)
+    assert {r for r, _ in _lines(fleet.temporal_query(n_results=50))} == {"alpha", "bravo"}
+    assert len(_lines(fleet.temporal_query(n_results=50))) == 2 * len(robot.seen)
+    entities = fleet.entity_query(name="toolbox")
+    assert "alpha: 1x at (4.0,0.5)" in entities and "bravo: 1x at (4.5,0.5)" in entities
+    located = fleet.locate(text, n_results=2)
+    assert "Based on: 2 memories (1x robot alpha, 1x robot bravo)" in located
+    rows = SharedTable(FleetLocation(uri)).scan("kind = 'observation'", ["robot", "id", "key"])
+    assert rows.num_rows == 2 * len(robot.seen)
+    for row in rows.to_pylist():
+        assert row["key"] == f"{row['robot']}/{row['id']}"
+
+
+def test_a_push_cut_after_its_commit_leaves_its_superseded_rows_to_the_next_push(
+    s3: dict[str, object], robots: dict[str, tuple[Robot, Path]], tmp_path: Path
+) -> None:
+    """A push with a new frame is killed just after its manifest is written, before it
+    deletes the versions it superseded; the next push (with other changes) deletes them too:
+    no answer shows a record where it was before the new frame."""
+    robot, directory = robots["alpha"]
+    uri = f"s3://{BUCKET}/cut-after-commit"
+    push_memory(directory, uri, robot.name)
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILLED_PUSH, str(directory), uri, robot.name, "after-manifest"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    table = SharedTable(FleetLocation(uri))
+    assert table.count("push = 1") > 0  # the moved rows' old versions are still there
+    copy = tmp_path / "alpha"
+    subprocess.run(["cp", "-r", str(directory), str(copy)], check=True)
+    _build(robot, copy, extra=2, extra_start=DAY)
+    assert push_memory(copy, uri, robot.name).push == 3
+    table.refresh()
+    assert table.count("push = 1") == 0
+    records = len(robot.seen) + 2 + len(robot.entities)
+    assert table.count("robot = 'alpha'") == records  # one version of each record
+    fleet = _fleet(uri)
+    assert fleet.spatial_query(1.0, 2.0, radius=0.5) == "No observations found."
+    kettle = fleet.spatial_query(51.0, 2.0, radius=0.5)
+    assert kettle.startswith("1. [robot alpha] [vision] (51.0,2.0)")
+
+
+def test_a_refresh_that_a_push_overtakes_answers_a_committed_state(
+    s3: dict[str, object],
+    robots: dict[str, tuple[Robot, Path]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A push commits and deletes its superseded rows while a FleetMemory refreshes (after
+    it read the manifests, before it reads rows): the answers are those of a committed
+    state, never fewer rows."""
+    from emem_graph.fleet import memory as fleet_memory
+
+    robot, directory = robots["alpha"]
+    uri = f"s3://{BUCKET}/overtaken"
+    push_memory(directory, uri, robot.name)
+    fleet = _fleet(uri)
+    before = fleet.entity_query()
+    assert len(_lines(before)) == len(robot.entities)
+    read_committed = fleet_memory.read_committed
+    overtaken = []
+
+    def read_then_push(where: FleetLocation) -> object:
+        committed = read_committed(where)
+        if not overtaken:
+            overtaken.append(push_memory(directory, uri, robot.name, frame=Frame(50.0, 0, 0)))
+        return committed
+
+    monkeypatch.setattr(fleet_memory, "read_committed", read_then_push)
+    fleet.refresh()
+    assert overtaken and overtaken[0].push == 2
+    assert fleet.robots() == {"alpha": 1}
+    assert fleet.entity_query() == before
+    assert len(_lines(fleet.temporal_query(n_results=50))) == len(robot.seen)
+    fleet.refresh()
+    assert fleet.robots() == {"alpha": 2}
+    assert "(54.0,0.5)" in fleet.entity_query(name="toolbox")
+
+
 def test_pushing_again_with_nothing_changed_writes_nothing(
     s3: dict[str, object],
     pushed: tuple[str, dict[str, object]],
@@ -549,6 +647,15 @@ _KILLED_PUSH = textwrap.dedent(
                 os.kill(os.getpid(), signal.SIGKILL)
             write_json(self, relative, value)
         location.FleetLocation.write_json = die_at_manifest
+    elif cut == "after-manifest":  # committed, before its superseded rows are deleted
+        write_json = location.FleetLocation.write_json
+        def die_after_manifest(self, relative, value):
+            write_json(self, relative, value)
+            if relative.endswith("manifest.json"):
+                os.kill(os.getpid(), signal.SIGKILL)
+        location.FleetLocation.write_json = die_after_manifest
+        frame = push.Frame(50.0, 0.0, 0.0)
+        push.push_memory(sys.argv[1], sys.argv[2], sys.argv[3], frame=frame)
     push.push_memory(sys.argv[1], sys.argv[2], sys.argv[3])
     """
 )
@@ -793,6 +900,35 @@ def test_a_push_refuses_a_location_it_did_not_create_and_bad_names(
         FleetLocation("file://fleet")  # file:///fleet or fleet
     with pytest.raises(InvalidInputError, match="no bucket"):
         FleetLocation("s3:///prefix")
+
+
+def test_a_robot_name_ending_in_a_newline_and_a_frame_past_the_bound_are_refused_at_every_door(
+    robots: dict[str, tuple[Robot, Path]], tmp_path: Path
+) -> None:
+    """A name is matched whole: ``alpha\\n`` would make a folder ``robots/alpha\\n`` and
+    split every answer line in two. A frame's offset beyond the memory's coordinate bound
+    (1e9 m) is refused like any coordinate."""
+    robot, directory = robots["alpha"]
+    uri = str(tmp_path / "fleet")
+    with pytest.raises(InvalidInputError, match="robot name"):
+        push_memory(directory, uri, "alpha\n")
+    assert not (tmp_path / "fleet").exists()
+    for flag in ("--robot=alpha\n", "--frame=1e10,0,0"):
+        done = subprocess.run(
+            [*CLI, "fleet", "push", str(directory), uri, "--robot=alpha", flag],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.count("\n") == 1, done.stderr
+    assert not (tmp_path / "fleet").exists()
+    with pytest.raises(InvalidInputError, match="MAX_COORDINATE"):
+        Frame.parse("0,-2e9,0")
+    push_memory(directory, uri, robot.name)
+    fleet = _fleet(uri)
+    answer = fleet.dispatch_tool_call("temporal_query", {"robot": "alpha\n"})
+    assert answer.startswith("Error: robot name") and "\n" not in answer
+    assert _lines(fleet.temporal_query(robot=["alpha"]))
 
 
 def test_a_second_push_of_one_robot_from_this_host_is_refused_while_the_first_runs(

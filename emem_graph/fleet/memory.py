@@ -15,6 +15,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,19 @@ BODY_STATE = "interoception"
 OVERSAMPLE = 3
 """A search asks for this many times n rows: versions a push superseded are dropped after."""
 CONSOLIDATED_HEADER = "(Observations consolidated — showing summaries)"
+PIN_TRIES = 3
+"""How often a refresh pins the table again when a manifest names a push the table it pinned
+did not exist for yet (the fleet's first push committed in between)."""
+
+
+@dataclass(frozen=True)
+class _View:
+    """What one answer reads: the robots' manifests and the shared table pinned before them,
+    so that every row the manifests name is in the table (shared_table.SharedTable.pinned)."""
+
+    manifests: dict[str, Manifest] = field(default_factory=dict)
+    damaged: dict[str, str] = field(default_factory=dict)
+    table: SharedTable | None = None
 
 
 class FleetMemory:
@@ -81,27 +95,32 @@ class FleetMemory:
         self._config = config or MemoryConfig()
         self._table = SharedTable(self.location)
         self._lock = threading.Lock()
-        self._manifests: dict[str, Manifest] = {}
-        self._damaged: dict[str, str] = {}
+        self._view = _View()
         self._warned: set[str] = set()
         self._read_at = -math.inf
 
     # --- what is committed ----------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Read every robot's manifest and the shared table's latest version now. A robot
-        whose manifest is damaged (or a folder under ``robots/`` no push made) is left out of
-        every answer, with a warning naming the file (once per FleetMemory)."""
-        manifests: dict[str, Manifest] = {}
-        damaged: dict[str, str] = {}
+        """Take the shared table's latest version, then read every robot's manifest, now.
+        Answers read that pair until the next refresh: the table is pinned first, so it holds
+        every row the manifests name, even when a push commits and deletes its superseded rows
+        in between (the answer is then the state before that push). A robot whose manifest
+        is damaged (or a folder under ``robots/`` no push made) is left out of every answer,
+        with a warning naming the file (once per FleetMemory)."""
+        view = _View()
         # A location no robot pushed to holds no fleet: nothing is read, and nothing made
         # there (LanceDB's connect would create the vectors folder).
         if self.location.exists(FLEET_MARKER):
-            manifests, damaged = read_committed(self.location)
-            self._table.refresh()
+            for _ in range(PIN_TRIES):
+                table = self._table.pinned()
+                manifests, damaged = read_committed(self.location)
+                view = _View(manifests, damaged, table)
+                if table.exists or not manifests:
+                    break
+        damaged = view.damaged
         with self._lock:
-            self._manifests = manifests
-            self._damaged = damaged
+            self._view = view
             self._read_at = time.monotonic()
             new = {r: why for r, why in damaged.items() if why not in self._warned}
             self._warned.update(new.values())
@@ -110,31 +129,30 @@ class FleetMemory:
 
     def robots(self) -> dict[str, int]:
         """Each robot that committed a push, and its last push number."""
-        return {robot: manifest.push for robot, manifest in self._committed().items()}
+        return {robot: manifest.push for robot, manifest in self._current().manifests.items()}
 
     def damaged_robots(self) -> dict[str, str]:
         """The robots left out of every answer because their manifest is damaged, each with
         what is wrong (the file named)."""
-        self._committed()
-        with self._lock:
-            return dict(self._damaged)
+        return dict(self._current().damaged)
 
-    def _committed(self) -> dict[str, Manifest]:
+    def _current(self) -> _View:
+        """The manifests and pinned table an answer reads (read again every REFRESH_S)."""
         if time.monotonic() - self._read_at > REFRESH_S:
             self.refresh()
         with self._lock:
-            return dict(self._manifests)
+            return self._view
 
-    def _visible(self, robot: str | Sequence[str] | None) -> str | None:
+    def _visible(self, view: _View, robot: str | Sequence[str] | None) -> str | None:
         """The filter of the rows committed pushes name, of ``robot`` (a name or names) only
         when given; None when no such row can exist."""
-        committed = self.robots()
+        committed = {name: manifest.push for name, manifest in view.manifests.items()}
         if robot is not None:
             wanted = [robot] if isinstance(robot, str) else list(robot)
             for name in wanted:
                 check_robot(name)
             committed = {name: push for name, push in committed.items() if name in wanted}
-            damaged = self.damaged_robots()
+            damaged = view.damaged
             if not committed and any(name in damaged for name in wanted):
                 name = next(name for name in wanted if name in damaged)
                 raise InvalidInputError(f"robot {name} is left out of the fleet: {damaged[name]}")
@@ -161,9 +179,12 @@ class FleetMemory:
     ) -> str:
         """Observations, gists and entities of every robot nearest in meaning to ``query``."""
         _need_text(query, "query")
-        where = self._where(robot, layer=layer, time_after=time_after, time_before=time_before)
+        view = self._current()
+        where = self._where(
+            view, robot, layer=layer, time_after=time_after, time_before=time_before
+        )
         where = _and(where, _circle(near_x, near_y, spatial_radius))
-        hits = self._dense(query, n_results, where)
+        hits = self._dense(view, query, n_results, where)
         if not hits:
             return "No results found."
         return numbered([_line(row, record) for row, record, _ in hits])
@@ -178,8 +199,11 @@ class FleetMemory:
     ) -> str:
         """The robots' gists nearest in meaning to ``query``."""
         _need_text(query, "query")
-        where = self._where(robot, kinds=("gist",), time_after=time_after, time_before=time_before)
-        hits = self._dense(query, n_results, where)
+        view = self._current()
+        where = self._where(
+            view, robot, kinds=("gist",), time_after=time_after, time_before=time_before
+        )
+        hits = self._dense(view, query, n_results, where)
         if not hits:
             return "No gists found."
         return numbered([_line(row, record) for row, record, _ in hits])
@@ -198,14 +222,16 @@ class FleetMemory:
     ) -> str:
         """Observations of every robot within ``radius`` of (x, y) in the fleet frame, nearest
         first."""
+        view = self._current()
         where = self._where(
+            view,
             robot,
             kinds=("observation",),
             layer=layer,
             time_after=time_after,
             time_before=time_before,
         )
-        rows = self._rows(_and(where, _circle(x, y, radius)))
+        rows = self._rows(view, _and(where, _circle(x, y, radius)))
         rows.sort(key=lambda r: (math.hypot(r["x"] - x, r["y"] - y), -r["t"], r["key"]))
         if not rows:
             return "No observations found."
@@ -226,6 +252,7 @@ class FleetMemory:
     ) -> str:
         """Observations of every robot in a time window, newest (or oldest) first; the
         window's gists when none is left."""
+        view = self._current()
         if order not in ("newest", "oldest"):
             raise InvalidInputError(f"order is 'newest' or 'oldest', got {order!r}")
         now = self._clock()
@@ -239,9 +266,9 @@ class FleetMemory:
         sign = -1.0 if order == "newest" else 1.0
         for kind in ("observation", "gist"):
             where = self._where(
-                robot, kinds=(kind,), layer=layer, time_after=after, time_before=before
+                view, robot, kinds=(kind,), layer=layer, time_after=after, time_before=before
             )
-            rows = self._rows(_and(where, circle))
+            rows = self._rows(view, _and(where, circle))
             if rows:
                 rows.sort(key=lambda r: (sign * r["t"], r["key"]))
                 lines = numbered([_line(row, _record(row)) for row in rows[:n_results]])
@@ -261,9 +288,10 @@ class FleetMemory:
     ) -> str:
         """Fleet entities (one per thing, however many robots saw it), most recently seen
         first, each with its per-robot sightings."""
+        view = self._current()
         since = parse_optional_time(last_seen_after, self._clock(), name="last_seen_after")
         found = []
-        for fleet_entity in self.fleet_entities(robot):
+        for fleet_entity in self._entities(view, robot):
             merged = fleet_entity.entity
             names = [s.entity.name.lower() for s in fleet_entity.sightings]
             if name is not None and not any(name.lower() in each for each in names):
@@ -287,10 +315,13 @@ class FleetMemory:
 
     def fleet_entities(self, robot: str | Sequence[str] | None = None) -> list[FleetEntity]:
         """Every robot's entities merged into fleet entities (most-seen first)."""
-        where = self._where(robot, kinds=("entity",), perception=False)
-        if where is None:
+        return self._entities(self._current(), robot)
+
+    def _entities(self, view: _View, robot: str | Sequence[str] | None) -> list[FleetEntity]:
+        where = self._where(view, robot, kinds=("entity",), perception=False)
+        if where is None or view.table is None:
             return []
-        table = self._table.scan(where, [*ROW_COLUMNS, "vector"])
+        table = view.table.scan(where, [*ROW_COLUMNS, "vector"])
         rows = _newest(table.to_pylist())
         sightings = []
         for row in rows:
@@ -318,8 +349,11 @@ class FleetMemory:
         """Where ``concept`` is, in the fleet frame: one memory's estimate over the fleet's
         strong hits, with the robots whose memories it rests on."""
         _need_text(concept, "concept")
-        where = self._where(robot, layer=layer, time_after=time_after, time_before=time_before)
-        hits = self._dense(concept, n_results, where)
+        view = self._current()
+        where = self._where(
+            view, robot, layer=layer, time_after=time_after, time_before=time_before
+        )
+        hits = self._dense(view, concept, n_results, where)
         estimate = estimate_location([(record, score) for _, record, score in hits])
         if estimate is None:
             return "Could not locate: no matching memories found."
@@ -347,8 +381,9 @@ class FleetMemory:
         """Everything the fleet remembers around the place ``query`` is located at:
         observations, summaries and entities, each naming its robot."""
         _need_text(query, "query")
-        where = self._where(robot)
-        hits = self._dense(query, n_results, where)
+        view = self._current()
+        where = self._where(view, robot)
+        hits = self._dense(view, query, n_results, where)
         estimate = estimate_location([(record, score) for _, record, score in hits])
         if estimate is None:
             return f"No memories found for: {query}"
@@ -357,8 +392,8 @@ class FleetMemory:
             f"About '{query}' — location ({estimate.x:.1f}, {estimate.y:.1f}), radius "
             f"{radius:.1f}m:"
         ]
-        around = _and(self._where(robot), _circle(estimate.x, estimate.y, radius))
-        rows = self._rows(around)
+        around = _and(self._where(view, robot), _circle(estimate.x, estimate.y, radius))
+        rows = self._rows(view, around)
         rows.sort(key=lambda r: (math.hypot(r["x"] - estimate.x, r["y"] - estimate.y), r["key"]))
         sections = (("observation", "Observations:"), ("gist", "Summaries:"))
         for kind, title in sections:
@@ -367,7 +402,7 @@ class FleetMemory:
                 lines.append(title)
                 lines.extend(f"  {_line(row, _record(row))}" for row in chosen)
         entities = [
-            f for f in self.fleet_entities(robot)
+            f for f in self._entities(view, robot)
             if math.hypot(f.entity.x - estimate.x, f.entity.y - estimate.y) <= radius
         ]  # fmt: skip
         if entities:
@@ -393,6 +428,7 @@ class FleetMemory:
 
     def _where(
         self,
+        view: _View,
         robot: str | Sequence[str] | None,
         *,
         kinds: Sequence[str] | None = None,
@@ -401,7 +437,7 @@ class FleetMemory:
         time_before: str | float | None = None,
         perception: bool = True,
     ) -> str | None:
-        visible = self._visible(robot)
+        visible = self._visible(view, robot)
         if visible is None:
             return None
         now = self._clock()
@@ -419,19 +455,19 @@ class FleetMemory:
             parts.append(f"t <= {float(before)!r}")
         return " AND ".join(parts)
 
-    def _rows(self, where: str | None) -> list[dict[str, Any]]:
-        if where is None:
+    def _rows(self, view: _View, where: str | None) -> list[dict[str, Any]]:
+        if where is None or view.table is None:
             return []
-        return _newest(self._table.scan(where, ROW_COLUMNS).to_pylist())
+        return _newest(view.table.scan(where, ROW_COLUMNS).to_pylist())
 
     def _dense(
-        self, text: str, n_results: int, where: str | None
+        self, view: _View, text: str, n_results: int, where: str | None
     ) -> list[tuple[dict[str, Any], Record, float]]:
         """(row, record, cosine similarity) of the n nearest rows, best first."""
-        if where is None or n_results < 1:
+        if where is None or view.table is None or n_results < 1:
             return []
         vector = self._embed(text)
-        rows = self._table.search(vector, where, OVERSAMPLE * n_results + 10, ROW_COLUMNS)
+        rows = view.table.search(vector, where, OVERSAMPLE * n_results + 10, ROW_COLUMNS)
         kept = _newest(rows)
         kept.sort(key=lambda r: (r["_distance"], r["key"]))
         return [(row, _record(row), 1.0 - float(row["_distance"])) for row in kept[:n_results]]
@@ -467,13 +503,16 @@ def _circle(x: float | None, y: float | None, radius: float | None) -> str | Non
 
 
 def _newest(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per record: the newest visible version (a push supersedes a row's older
-    versions, deleted just after its commit)."""
-    best: dict[str, dict[str, Any]] = {}
+    """One row per record of each robot: its newest visible version (a push supersedes the
+    robot's older versions of a row, deleted just after its commit). Push numbers are the
+    robot's own, so only versions of one robot are compared: robots copied from one memory
+    share record ids, and each keeps its rows."""
+    best: dict[tuple[str, str], dict[str, Any]] = {}
     for row in rows:
-        kept = best.get(row["key"])
+        record = (row["robot"], row["id"])
+        kept = best.get(record)
         if kept is None or row["push"] > kept["push"]:
-            best[row["key"]] = row
+            best[record] = row
     return list(best.values())
 
 

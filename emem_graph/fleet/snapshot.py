@@ -170,12 +170,14 @@ def shared_rows(robot: str, name: str, table: pa.Table, push: int, dim: int) -> 
     table = table.filter(table.column("vector").is_valid())
     n = table.num_rows
     ids = table.column("id").to_pylist()
-    given: dict[str, pa.Array | list[object]] = {
+    # A row is one version of one record of one robot: these columns say which, whatever
+    # columns of the same names the snapshot carries (its own ``key`` is the bare id, which
+    # two robots copied from one memory share).
+    identity: dict[str, list[object]] = {
         "row_id": [f"{robot}/{i}@{push}" for i in ids],
         "key": [f"{robot}/{i}" for i in ids],
         "robot": [robot] * n,
         "kind": [VECTOR_KINDS[name]] * n,
-        "count": [1] * n,
         "push": [push] * n,
     }
     renamed = SHARED_COLUMNS[name]
@@ -183,10 +185,12 @@ def shared_rows(robot: str, name: str, table: pa.Table, push: int, dim: int) -> 
     arrays = []
     for target in schema:
         source = renamed.get(target.name, target.name)
-        if source in table.schema.names:
+        if target.name in identity:
+            arrays.append(pa.array(identity[target.name], target.type))
+        elif source in table.schema.names:
             arrays.append(table.column(source).cast(target.type))
-        elif target.name in given:
-            arrays.append(pa.array(given[target.name], target.type))
+        elif target.name == "count":
+            arrays.append(pa.array([1] * n, target.type))
         else:
             arrays.append(pa.nulls(n, target.type))
     return pa.Table.from_arrays(arrays, schema=schema)
