@@ -80,6 +80,7 @@ MANIFESTS = {
     "frame holds text": (_edited_manifest(frame=[1, 2, "x"]), "frame must be [x, y, yaw]"),
     "frame is missing": (_manifest('{"push": 1}'), "frame must be [x, y, yaw]"),
     "frame is past any float": (_edited_manifest(frame=[10**400, 0, 0]), "three finite"),
+    "frame is past the coordinate bound": (_edited_manifest(frame=[0, 1e12, 0]), "MAX_COORDINATE"),
     "not JSON": (_manifest("{"), "is not valid JSON"),
     "a JSON list": (_manifest("[1]"), "does not hold a JSON object"),
     "deeply nested": (_manifest("[" * 100_000 + "]" * 100_000), "is not valid JSON"),
@@ -89,6 +90,10 @@ MANIFESTS = {
 PUSH_FILES = {
     "index tables is a number": (_index('{"tables": 5}'), "_index.json: tables must be a list"),
     "index names a path": (_index('{"tables": ["../../x"]}'), "graph table names"),
+    "index names a table and a newline": (
+        _index('{"tables": ["Observation\\n"]}'),
+        "graph table names",
+    ),
     "removed rows lack the table column": (
         _parquet("graph/00000001/_removed.parquet", pa.table({"x": [1]})),
         "_removed.parquet: it has no (single) 'table' column",
@@ -196,8 +201,14 @@ def test_every_tool_answers_about_the_others_and_asking_only_the_left_out_robot_
         lambda fleet: _write(fleet / "robots/README", "notes"),
         lambda fleet: (fleet / "robots/not a robot").mkdir(),
         lambda fleet: (fleet / "robots/delta/manifest.json").mkdir(parents=True),
+        lambda fleet: shutil.copytree(fleet / "robots/alpha", fleet / "robots/alpha\n"),
     ],
-    ids=["a file", "a folder no robot name fits", "a manifest that is a folder"],
+    ids=[
+        "a file",
+        "a folder no robot name fits",
+        "a manifest that is a folder",
+        "a robot's folder copied under its name and a newline",
+    ],
 )
 def test_what_no_push_writes_under_robots_does_not_stop_the_fleet(
     site: Path, damage: Damage

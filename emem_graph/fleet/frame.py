@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from emem_graph import validation
 from emem_graph.errors import InvalidInputError
 
 
@@ -16,7 +17,8 @@ class Frame:
     lands at ``R(yaw) @ (x, y) + (x0, y0)``. Metres and radians (counter-clockwise); z is kept.
 
     Raises:
-        InvalidInputError: a value that is not a finite number.
+        InvalidInputError: a value that is not a finite number, or an offset beyond the
+            memory's coordinate bound (validation.MAX_COORDINATE).
     """
 
     x: float = 0.0
@@ -28,6 +30,8 @@ class Frame:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise InvalidInputError(f"the frame's {name} must be a finite number, got {value}")
+        for name in ("x", "y"):
+            validation.coordinate(f"the frame's {name}", getattr(self, name))
 
     @classmethod
     def parse(cls, text: str) -> Frame:

@@ -35,9 +35,10 @@ MANIFEST = "manifest.json"
 INDEX = "_index.json"
 """Names the table files of a push (in its graph folder)."""
 REMOVED = "_removed.parquet"
-ROBOT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-TABLE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
-"""A graph table's name, as an index lists it (its file is ``<name>.parquet``)."""
+ROBOT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+"""A robot's name, matched whole (``fullmatch``: ``$`` would let a final newline through)."""
+TABLE_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+"""A graph table's name, as an index lists it (its file is ``<name>.parquet``), matched whole."""
 MAX_PUSH = 99_999_999
 """The largest push number: a push's folder and state are named by its 8-digit number."""
 STATE_COLUMNS = ("table", "key", "digest")
@@ -60,7 +61,7 @@ def check_robot(robot: str) -> str:
     Raises:
         InvalidInputError: any other name.
     """
-    if not isinstance(robot, str) or not ROBOT_RE.match(robot):
+    if not isinstance(robot, str) or not ROBOT_RE.fullmatch(robot):
         raise InvalidInputError(
             f"robot name {robot!r}: use 1-64 letters, digits, '_', '.' or '-', starting with a "
             "letter or digit"
@@ -111,7 +112,11 @@ def read_manifest(where: FleetLocation, robot: str) -> Manifest | None:
         raise _damaged(
             where, relative, f"frame must be [x, y, yaw], three finite numbers, got {_shown(frame)}"
         )
-    return Manifest(push=push, frame=Frame(*(float(value) for value in frame)))
+    try:
+        placed = Frame(*(float(value) for value in frame))
+    except InvalidInputError as exc:
+        raise _damaged(where, relative, f"frame {_shown(frame)}: {exc}") from None
+    return Manifest(push=push, frame=placed)
 
 
 def read_committed(where: FleetLocation) -> tuple[dict[str, Manifest], dict[str, str]]:
@@ -124,7 +129,7 @@ def read_committed(where: FleetLocation) -> tuple[dict[str, Manifest], dict[str,
     committed: dict[str, Manifest] = {}
     damaged: dict[str, str] = {}
     for robot in where.names_under("robots"):
-        if not ROBOT_RE.match(robot):
+        if not ROBOT_RE.fullmatch(robot):
             damaged[robot] = f"{where}/robots: {robot!r} is no robot's name, so no push made it"
             continue
         try:
@@ -151,7 +156,7 @@ def read_index(where: FleetLocation, robot: str, push: int) -> list[str]:
         return []
     tables = index.get("tables")
     if not isinstance(tables, list) or not all(
-        isinstance(name, str) and TABLE_RE.match(name) for name in tables
+        isinstance(name, str) and TABLE_RE.fullmatch(name) for name in tables
     ):
         raise _damaged(
             where, relative, f"tables must be a list of graph table names, got {_shown(tables)}"

@@ -7,9 +7,12 @@ A push numbered N+1 (N is the manifest's) writes, in order: the graph files, the
 rows (``push = N+1``), the state, and last the manifest naming N+1: the commit. Readers take
 only what a committed manifest names (rows with ``push <= N``), so a push cut anywhere before
 the manifest leaves nothing visible; the next push first deletes the rows the cut one left
-(``push > N``), then writes N+1 again. After the commit, the superseded versions of rows the
-push rewrote or removed are deleted (readers keep the newest visible version meanwhile).
-A push that finds nothing changed writes nothing.
+(``push > N``), then writes N+1 again. After the commit, every row of the robot that the
+committed push no longer shows is deleted: older versions of a record, and every version of a
+record gone or without a vector now. That cleanup covers the robot's whole table, not only the
+rows the push rewrote, so a push cut after its commit leaves its superseded rows to the next
+push (one with nothing to send included), which deletes them. A push that finds nothing
+changed writes no object and no table version but that cleanup's.
 """
 
 from __future__ import annotations
@@ -179,6 +182,10 @@ def _push(
     if frame is None:
         frame = Frame() if manifest is None else manifest.frame
     read = read_state(where, robot, committed) if committed else None
+    if committed:
+        # A push goes on only from a last push it can read whole (layout.py checks each file).
+        pushed_tables(where, robot, committed)
+        read_removed(where, robot, committed)
     state = empty_state() if read is None else read[0]
     snapshot = read_snapshot(directory, robot, frame)
     changed, removed = _changes(snapshot, state)
@@ -187,7 +194,7 @@ def _push(
     report.removed = removed.num_rows
     shared = SharedTable(where)
     if report.nothing_changed and manifest is not None and manifest.frame == frame:
-        _finish_cleanup(where, shared, robot, committed)
+        _finish_cleanup(shared, robot, committed, snapshot)
         return report
     push = committed + 1
     shared.ensure(snapshot.dim)
@@ -222,7 +229,7 @@ def _push(
         },
     )
     report.push = push
-    _finish_cleanup(where, shared, robot, push)
+    _finish_cleanup(shared, robot, push, snapshot)
     report.seconds = time.monotonic() - started
     return report
 
@@ -268,22 +275,35 @@ def _write(where: FleetLocation, relative: str, table: pa.Table) -> int:
     return int(table.nbytes)
 
 
-def _finish_cleanup(where: FleetLocation, shared: SharedTable, robot: str, push: int) -> None:
-    """Delete the shared-table rows that committed push ``push`` superseded (idempotent: run
-    again by the next push in case this one was cut after its commit)."""
+def _finish_cleanup(shared: SharedTable, robot: str, push: int, snapshot: Snapshot) -> None:
+    """Delete every shared-table row of ``robot`` that its committed push ``push`` no longer
+    shows: the versions of a record older than its newest, and every version of a record that
+    has no vector in ``snapshot`` (the memory as push ``push`` holds it: gone, or archived).
+    Idempotent, and over all of the robot's rows: a push cut after its commit left its
+    superseded rows, and the next push deletes them with its own. Rows of pushes after
+    ``push`` (a cut push's, never visible) are left to the next push's first delete."""
     if push < 1 or not shared.exists:
         return
-    tables = pushed_tables(where, robot, push)
-    ids: list[str] = []
+    live: set[str] = set()
     for name in VECTOR_KINDS:
-        if name in tables:
-            ids.extend(tables[name].column("id").to_pylist())
-    removed = read_removed(where, robot, push)
-    if removed is not None:
-        vector_rows = pc.is_in(removed.column("table"), value_set=pa.array(list(VECTOR_KINDS)))
-        ids.extend(removed.filter(vector_rows).column("key").to_pylist())
-    for chunk in _chunks(ids, DELETE_CHUNK):
-        shared.delete(f"robot = {sql_text(robot)} AND push < {push} AND {sql_in('id', chunk)}")
+        table = snapshot.tables[name]
+        live.update(table.filter(table.column("vector").is_valid()).column("id").to_pylist())
+    mine = f"robot = {sql_text(robot)}"
+    rows = shared.scan(f"{mine} AND push <= {push}", ["id", "push"])
+    pairs = list(zip(rows.column("id").to_pylist(), rows.column("push").to_pylist(), strict=True))
+    newest: dict[str, int] = {}
+    for record, version in pairs:
+        newest[record] = max(version, newest.get(record, version))
+    gone = sorted(record for record in newest if record not in live)
+    superseded: dict[int, set[str]] = {}
+    for record, version in pairs:
+        if record in live and version < newest[record]:
+            superseded.setdefault(newest[record], set()).add(record)
+    for chunk in _chunks(gone, DELETE_CHUNK):
+        shared.delete(f"{mine} AND push <= {push} AND {sql_in('id', chunk)}")
+    for version, records in sorted(superseded.items()):
+        for chunk in _chunks(sorted(records), DELETE_CHUNK):
+            shared.delete(f"{mine} AND push < {version} AND {sql_in('id', chunk)}")
 
 
 def _chunks(items: list[str], size: int) -> Iterable[list[str]]:

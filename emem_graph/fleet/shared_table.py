@@ -121,6 +121,8 @@ class SharedTable:
         self.location = location
         self._connection: Any = None
         self._table: Any = None
+        self._pin = False
+        self._opened = False
 
     @property
     def _db(self) -> Any:
@@ -138,7 +140,9 @@ class SharedTable:
         self._connection = connection
 
     def _open(self) -> Any:
-        if self._table is None:
+        if self._table is None and not (self._pin and self._opened):
+            # A pinned handle looks once: a table created after it was pinned stays unseen.
+            self._opened = True
             if not self.location.is_s3 and not Path(self.location.lance_uri).is_dir():
                 return None  # nothing pushed yet (and nothing to create by looking)
             try:
@@ -227,6 +231,20 @@ class SharedTable:
         """The vectors' dimension, None before the first push."""
         table = self._open()
         return None if table is None else int(table.schema.field("vector").type.list_size)
+
+    def pinned(self) -> SharedTable:
+        """A handle on the table's latest version that stays on it (a later commit by any
+        process is not seen through it), sharing this handle's connection. A reader pins the
+        table first and reads the robots' manifests after: every row those manifests name is
+        in the pinned version, since a push deletes its superseded rows only after its
+        manifest names the push that replaces them."""
+        view = SharedTable(self.location)
+        view._connection = self._connection
+        view._pin = True
+        view._open()
+        if self._connection is None:
+            self._connection = view._connection
+        return view
 
     def refresh(self) -> None:
         """See every commit made so far (by any process)."""
