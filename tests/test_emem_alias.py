@@ -213,6 +213,29 @@ def test_alias_refuses_to_hide_an_installed_emem(installed_emem: None) -> None:
     assert emem.REAL_EMEM  # untouched
 
 
+def test_a_memory_folder_named_emem_is_not_taken_for_an_installed_emem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_emem_module: None
+) -> None:
+    """A launch file opens ``emem.SpatioTemporalMemory(db_path="emem")`` beside itself: the
+    next run finds that folder as a namespace package ``emem``, which is no eMEM."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    alias_emem()
+    import emem
+
+    memory = emem.SpatioTemporalMemory(db_path="emem", embedding_provider=HashingEmbedder(384))
+    memory.close()
+    assert (tmp_path / "emem").is_dir()
+    unalias_emem()
+    importlib.invalidate_caches()
+    assert importlib.util.find_spec("emem") is not None  # the folder, as a namespace package
+    alias_emem()  # the next run of the launch file
+    assert is_aliased()
+    import emem as again
+
+    assert again.SpatioTemporalMemory is EmemMemory
+
+
 def test_alias_hides_an_imported_emem_only_when_told_and_warns(installed_emem: None) -> None:
     import emem
 

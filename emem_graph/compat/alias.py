@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.metadata
 import importlib.util
 import sys
 import threading
@@ -147,8 +148,20 @@ def _real_emem() -> str | None:
     if spec is None:
         return None
     if spec.origin not in (None, "namespace"):
-        return spec.origin
-    return ", ".join(spec.submodule_search_locations or []) or "an 'emem' module"
+        return spec.origin  # a module file: emem.py, or a package's __init__.py
+    # A folder named emem without a module file is a namespace package, not eMEM: for
+    # example a memory opened with db_path="emem" beside a launch file. An eMEM installed
+    # without a module file still has its distribution.
+    return _installed_distribution()
+
+
+def _installed_distribution() -> str | None:
+    """Where the installed ``emem`` distribution lies, or None when none is installed."""
+    try:
+        distribution = importlib.metadata.distribution("emem")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    return f"the emem {distribution.version} distribution at {distribution.locate_file('')}"
 
 
 def _is_alias(module: ModuleType) -> bool:
