@@ -234,3 +234,15 @@ def test_provider_dim_takes_a_positive_integer_and_refuses_a_provider_without_on
     assert "has no dim attribute" in message
     no_embed = type("P", (), {"dim": 32})()
     assert "has no embed() method" in _one_line_config_error(lambda: provider_dim(no_embed))
+
+
+def test_malloc_arenas_are_limited_on_glibc_and_left_alone_at_zero() -> None:
+    import sys
+
+    from emem_graph.storage.release import limit_malloc_arenas
+
+    assert MemoryConfig().malloc_arena_max == 2
+    assert limit_malloc_arenas(0) is False
+    assert limit_malloc_arenas(2) is sys.platform.startswith("linux")
+    with pytest.raises(ValueError, match="malloc_arena_max"):
+        MemoryConfig(malloc_arena_max=-1)

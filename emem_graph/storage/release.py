@@ -41,3 +41,29 @@ def _malloc_trim() -> Callable[[int], int] | None:
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int
     return trim
+
+
+M_ARENA_MAX = -8
+"""glibc's mallopt parameter for the most malloc arenas the process creates."""
+
+
+def limit_malloc_arenas(most: int) -> bool:
+    """Let the C library's malloc create at most ``most`` arenas from now on (glibc on Linux;
+    elsewhere nothing). Returns whether the limit was set.
+
+    LanceDB's and the graph engine's native threads each take an arena of their own, and
+    what they free in one is not reused by the others: a table appended to in small commits
+    all day grew by about 8 KB a row this way (30,000 rows, compacted every 50 commits, Python's
+    own heap flat), and by about 1 KB a row with two arenas. The setting is the process's,
+    not one memory's; arenas created before it are kept.
+    """
+    if most <= 0 or not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(M_ARENA_MAX, most))

@@ -62,7 +62,7 @@ from emem_graph.storage.records import (
     vector_row,
     vector_text,
 )
-from emem_graph.storage.release import release_free_memory
+from emem_graph.storage.release import limit_malloc_arenas, release_free_memory
 from emem_graph.storage.sketch import VectorSketch
 from emem_graph.storage.vector_recovery import open_vectors, restore_vectors
 from emem_graph.storage.vector_search import VectorSearch
@@ -129,6 +129,7 @@ class MemoryStore(RecordReads, VectorSearch, KeywordSearch):
                     f"db_path {self.root} cannot be created: {_os_reason(exc)}; give a "
                     "directory path this process may create"
                 ) from None
+        limit_malloc_arenas(config.malloc_arena_max)  # before the engines start threads
         self._embedder = embedder
         self._write_lock = threading.RLock()
         self._acknowledged: list[str] = []
