@@ -212,7 +212,7 @@ class SpatioTemporalMemory:
         if self._buffer is None:
             return 0
         written = self._buffer.flush()
-        self._consolidation.flush_entities()
+        self._consolidation.flush_entities(staged_only=True)
         return written
 
     def save(self) -> None:

@@ -160,9 +160,15 @@ class ConsolidationEngine:
         entity id. The change is written by the next flush_entities()."""
         return self.resolver.resolve([sighting], stage=True)[0]
 
-    def flush_entities(self) -> int:
+    def flush_entities(self, *, staged_only: bool = False) -> int:
         """Write the staged entity changes (see add_entity). Raises StorageError on failure;
-        they stay staged."""
+        they stay staged.
+
+        ``staged_only``: for a caller that needs only the add_entity() sightings written (a
+        tool about to answer): it does not wait behind an extraction batch being resolved on
+        the worker when no sighting is staged (that batch writes its own changes when done)."""
+        if staged_only:
+            return self.resolver.flush_staged()
         return self.resolver.flush()
 
     def extract_now(self) -> int:
