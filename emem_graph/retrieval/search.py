@@ -227,8 +227,9 @@ class HybridSearch:
     def search_request(self, request: str, n: int, where: VectorFilter) -> list[Scored]:
         """Like search(), but a time phrase of the request ("yesterday", "before lunch")
         favours records of its span (and is left out of what is searched), and a multi-part
-        request is searched part by part: the best hits of every part come first (round
-        robin), the rest by fusing the parts' rankings with the whole request's."""
+        request is searched part by part: the whole request's best hit first, then the best
+        hits of every part (round robin), the rest by fusing the parts' rankings with the
+        whole request's."""
         window = time_window(request, self._clock())
         if window is not None and window.strip:
             request = strip_time_words(request) or request
@@ -279,13 +280,22 @@ def _share_inside(record: Record, window: TimeSpan) -> float:
 def merge_parts(
     whole: list[Scored], per_part: list[list[Scored]], n: int, rrf_k: int
 ) -> list[Scored]:
-    """Merge the rankings of a request's parts: each part's best hits first, taken in turn
-    (``n // (parts + 1)`` rounds, at least one), then the rest by RRF over all rankings."""
-    chosen: list[Scored] = []
-    seen: set[str] = set()
+    """Merge the rankings of a request's parts: the whole request's best hit first, then each
+    part's best hits, taken in turn (``n // (parts + 1)`` rounds, at least one), then the rest
+    by RRF over all rankings.
+
+    The whole request's best goes first because a request read as parts is often one memory
+    told in steps ("First, move the shoe ... Then, place them ..."): a part's best hit at rank
+    1 then answered the first clause alone. The parts still fill the next slots (a part whose
+    best hit is that one has its slot), so each part of a true two-part request keeps a place
+    near the top."""
+    chosen: list[Scored] = whole[:1]
+    seen: set[str] = {s.record.id for s in chosen}
     rounds = max(1, n // (len(per_part) + 1))
-    for _ in range(rounds):
+    for round_number in range(rounds):
         for ranking in per_part:
+            if round_number == 0 and ranking and ranking[0].record.id in seen:
+                continue  # this part's best is the whole request's: it has its slot
             pick = next((s for s in ranking if s.record.id not in seen), None)
             if pick is not None and len(chosen) < n:
                 chosen.append(pick)

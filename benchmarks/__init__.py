@@ -1,0 +1,1 @@
+"""Measurements of emem_graph on data that lives outside the repository."""
