@@ -32,10 +32,9 @@ from tqdm import tqdm
 from emem_graph.config import MemoryConfig
 from emem_graph.errors import BackendUnavailableError, InvalidInputError
 from emem_graph.evals.bench.compare import INSTALL_HINT, emem_subject, emem_version
-from emem_graph.evals.bench.drive import SimClock, tool_calls
+from emem_graph.evals.bench.drive import SimClock, add_observation, tool_calls
 from emem_graph.evals.bench.footprint import Footprint, check_available, footprint
 from emem_graph.evals.bench.workload import (
-    BODY_LAYER,
     START,
     PatrolWorkload,
     patrol_workload,
@@ -336,7 +335,6 @@ def write_day(
     n = len(work)
     every = max(1, n // SAMPLES)
     xs, ys, ts = work.x.tolist(), work.y.tolist(), work.t.tolist()
-    body = work.body.tolist()
     sightings = dict(zip(work.entity_rows.tolist(), work.entity_names, strict=True))
     names = list(calls)
     samples: list[Sample] = []
@@ -353,18 +351,7 @@ def write_day(
                 if i:
                     end_episode(memory)
                 memory.start_episode(f"patrol, stretch {i // EPISODE_EVERY}")
-            if body[i]:
-                memory.add_body_state(work.texts[i], BODY_LAYER, x=xs[i], y=ys[i], timestamp=ts[i])
-            else:
-                memory.add(
-                    work.texts[i],
-                    xs[i],
-                    ys[i],
-                    timestamp=ts[i],
-                    layer_name=work.layers[i],
-                    source_type=work.source_types[i],
-                    embedding=work.vectors[i] if vectors_given else None,
-                )
+            add_observation(memory, work, i, xs[i], ys[i], ts[i], vectors_given=vectors_given)
             name = sightings.get(i)
             if name is not None:
                 memory.add_entity(name, xs[i], ys[i], timestamp=ts[i], entity_type="object")

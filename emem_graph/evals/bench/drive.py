@@ -258,22 +258,37 @@ class _PatrolWriter:
                     memory.end_episode(consolidate=False)
                 self._lap = self._laps[i]
                 memory.start_episode(f"patrol lap {self._lap}")
-            if work.source_types[i] == INTEROCEPTION:
-                memory.add_body_state(work.texts[i], BODY_LAYER, x=xs[i], y=ys[i], timestamp=ts[i])
-            else:
-                memory.add(
-                    work.texts[i],
-                    xs[i],
-                    ys[i],
-                    timestamp=ts[i],
-                    layer_name=work.layers[i],
-                    source_type=work.source_types[i],
-                    embedding=work.vectors[i] if self.vectors_given else None,
-                )
+            add_observation(memory, work, i, xs[i], ys[i], ts[i], vectors_given=self.vectors_given)
             name = self._sightings.get(i)
             if name is not None:
                 memory.add_entity(name, xs[i], ys[i], timestamp=ts[i], entity_type="object")
         self.seconds += time.perf_counter() - started
+
+
+def add_observation(
+    memory: Any,
+    work: PatrolWorkload,
+    i: int,
+    x: float,
+    y: float,
+    t: float,
+    *,
+    vectors_given: bool,
+) -> None:
+    """Add the patrol's observation ``i`` at (x, y) and time t: body state through
+    add_body_state(), perception through add() (with its vector when ``vectors_given``)."""
+    if work.source_types[i] == INTEROCEPTION:
+        memory.add_body_state(work.texts[i], BODY_LAYER, x=x, y=y, timestamp=t)
+        return
+    memory.add(
+        work.texts[i],
+        x,
+        y,
+        timestamp=t,
+        layer_name=work.layers[i],
+        source_type=work.source_types[i],
+        embedding=work.vectors[i] if vectors_given else None,
+    )
 
 
 def tool_calls(memory: Any, work: PatrolWorkload) -> dict[str, Callable[[int], str]]:
