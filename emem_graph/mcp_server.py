@@ -10,12 +10,17 @@ The server runs in a daemon thread while the main thread waits for the client to
 closed) or for SIGTERM / SIGINT; the caller then closes the memory, so everything a tool call
 acknowledged is flushed before the process exits. A note store_specific_memory answers "Stored"
 for is written before that answer (the tool itself writes it), so it survives a kill too.
+
+Over HTTP each client holds a session on the server until it closes it. A client that crashed
+never does, so sessions are bounded (SessionLimits): one with no request in flight for a while
+is closed, and a new one beyond the cap closes the one idle longest, rather than being refused.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
+import math
 import signal
 import socket
 import threading
@@ -28,6 +33,8 @@ from emem_graph.retrieval.schemas import ACTION_SCHEMAS
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 WRITE_TOOLS: frozenset[str] = frozenset(ACTION_SCHEMAS)
 """The tools that change the memory: not offered by a read-only server."""
@@ -44,9 +51,40 @@ INSTRUCTIONS = (
 STOP_WAIT_S = 10.0
 """How long a stop waits for the HTTP server to finish its open requests."""
 
+SESSION_IDLE_S = 300.0
+"""How long an HTTP session may go with no request in flight before the server closes it. A
+connected client of the MCP SDK keeps a GET stream open, so only a client that went away (or
+one without that stream, between its calls) is ever idle this long."""
+
+MAX_SESSIONS = 100
+"""The most HTTP sessions a server holds (each about 70 KB); a new one beyond it closes the
+session idle longest."""
+
 
 class RemoteBindError(InvalidInputError):
     """A non-loopback address was asked for without --allow-remote."""
+
+
+@dataclass(frozen=True)
+class SessionLimits:
+    """How many HTTP sessions a server holds, and for how long one may sit idle.
+
+    Raises:
+        InvalidInputError: ``idle_s`` not a positive finite number, or ``max_sessions`` < 1.
+    """
+
+    idle_s: float = SESSION_IDLE_S
+    """Seconds without a request in flight after which a session is closed."""
+    max_sessions: int = MAX_SESSIONS
+    """Sessions held at most; a new one closes the one idle longest (503 only if none is)."""
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.idle_s) and self.idle_s > 0):
+            raise InvalidInputError(
+                f"--session-idle {self.idle_s}: give a positive number of seconds"
+            )
+        if self.max_sessions < 1:
+            raise InvalidInputError(f"--max-sessions {self.max_sessions}: give 1 or more")
 
 
 @dataclass(frozen=True)
@@ -239,12 +277,85 @@ def open_socket(endpoint: Endpoint) -> socket.socket:
     return sock
 
 
-def _http_serving(server: FastMCP, sock: socket.socket) -> _Serving:
+class _BoundSessions:
+    """ASGI middleware in front of fastmcp's MCP endpoint that bounds its sessions.
+
+    The MCP SDK's session manager has the knobs (``session_idle_timeout``, ``max_sessions``)
+    but fastmcp builds it with their defaults (30 minutes, 10,000 sessions, then 503 for every
+    new client), so they are set here before the manager admits its first session. At the cap
+    the SDK refuses a new session; this closes the session idle longest first (through the SDK's
+    own discard, as its idle expiry does), so a client that crashes in a loop cannot lock the
+    others out. A session with a request in flight (a connected client's GET stream) is never
+    closed; if every session is busy, the SDK's 503 stands.
+    """
+
+    def __init__(self, app: ASGIApp, limits: SessionLimits) -> None:
+        self.app = app
+        self.limits = limits
+        self._configured: object = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            manager = _session_manager(scope)
+            if manager is not None:
+                if manager is not self._configured:
+                    manager.session_idle_timeout = self.limits.idle_s
+                    manager.max_sessions = self.limits.max_sessions
+                    self._configured = manager
+                if not any(name == b"mcp-session-id" for name, _ in scope["headers"]):
+                    await _make_room(manager, self.limits.max_sessions)
+        await self.app(scope, receive, send)
+
+
+def _session_manager(scope: Scope) -> StreamableHTTPSessionManager | None:
+    """The session manager of the MCP endpoint ``scope`` is a request to, or None."""
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from starlette.routing import Match
+
+    for route in getattr(scope.get("app"), "routes", ()):
+        manager = getattr(getattr(route, "endpoint", None), "session_manager", None)
+        if isinstance(manager, StreamableHTTPSessionManager):
+            return manager if route.matches(scope)[0] is not Match.NONE else None
+    return None
+
+
+async def _make_room(manager: StreamableHTTPSessionManager, cap: int) -> None:
+    """Close the sessions idle longest until a new one fits under ``cap``.
+
+    Idle: no request in flight, so the SDK's idle countdown runs; the earliest deadline is the
+    session idle longest. (The SDK keeps its sessions in ``_server_instances`` and forgets one
+    with ``_discard_session``; without them this does nothing and the SDK's 503 stands.)
+    """
+    sessions = getattr(manager, "_server_instances", None)
+    discard = getattr(manager, "_discard_session", None)
+    if not isinstance(sessions, dict) or discard is None:
+        return
+    while len(sessions) >= cap:
+        idle = [
+            (transport.idle_scope.deadline, session_id, transport)
+            for session_id, transport in sessions.items()
+            if transport.idle_scope is not None
+            and not transport.idle_scope.cancel_called
+            and math.isfinite(transport.idle_scope.deadline)
+        ]
+        if not idle:
+            return
+        _, session_id, transport = min(idle, key=lambda entry: entry[0])
+        await discard(session_id, transport)
+
+
+def _http_serving(server: FastMCP, sock: socket.socket, limits: SessionLimits) -> _Serving:
     import uvicorn
+    from starlette.middleware import Middleware
 
     # "auto": the Host and Origin headers of a request to a loopback server must be local (a
-    # web page the user visits cannot reach the memory through DNS rebinding).
-    app = server.http_app(transport="http", host_origin_protection="auto")
+    # web page the user visits cannot reach the memory through DNS rebinding). The session
+    # bounds come after that check: a refused request never closes a session.
+    app = server.http_app(
+        transport="http",
+        host_origin_protection="auto",
+        middleware=[Middleware(_BoundSessions, limits=limits)],
+    )
     host, port = sock.getsockname()[:2]
     config = uvicorn.Config(
         app,
@@ -269,6 +380,7 @@ def serve(
     sock: socket.socket | None = None,
     signals: Sequence[signal.Signals] = (signal.SIGTERM, signal.SIGINT),
     ready: Callable[[], object] | None = None,
+    sessions: SessionLimits | None = None,
 ) -> bool:
     """Serve until the client leaves (stdio: its input closes) or one of ``signals`` arrives.
 
@@ -286,6 +398,7 @@ def serve(
         signals: the signals that stop the server.
         ready: called once the signals are handled and the server thread started (a line that
             says the server runs: a signal after it stops the server cleanly).
+        sessions: the bounds of an HTTP server's sessions; None: SessionLimits().
 
     Raises:
         InvalidInputError: "http" without a socket.
@@ -294,7 +407,7 @@ def serve(
     if transport == "http":
         if sock is None:
             raise InvalidInputError("an HTTP server needs a listening socket (open_socket)")
-        serving = _http_serving(server, sock)
+        serving = _http_serving(server, sock, sessions or SessionLimits())
     else:
         serving = _Serving(
             lambda: server.run(transport="stdio", show_banner=False, log_level="WARNING"), None

@@ -8,6 +8,12 @@ rows per node and rel table, the vector files, and a sample of tool answers aske
 memories at one fixed time must be identical. The source is only read, under a shared lock
 (no writer can start meanwhile), and only a scratch copy of it is ever opened; the destination
 appears, whole and checked, by one rename at the end.
+
+The scratch directory beside the destination holds a whole copy of the source, so it does not
+outlive the migration (emem_graph/scratch.py): SIGTERM or SIGINT removes it and stops the
+running step before the process ends; a step's child process dies with its parent; and a
+directory left by a migration killed outright is removed by the next migrate beside it, once
+its owner file proves it is a migrate scratch directory whose process is gone.
 """
 
 from __future__ import annotations
@@ -15,10 +21,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,12 +32,25 @@ from typing import Any
 
 from emem_graph.errors import EmemGraphError, InvalidInputError, StorageError
 from emem_graph.outputs import enclosing_memory
+from emem_graph.scratch import (
+    die_with_parent,
+    make_scratch,
+    remove_stale_scratch,
+    run_child,
+    unwind_on_stop_signals,
+)
 from emem_graph.storage import open_registry
 from emem_graph.storage.graph_engine import ENGINE_ENV, ENGINES, file_engine
 from emem_graph.storage.store import GRAPH_FILE, VECTOR_DIR
 
 CHILD_TIMEOUT_S = 3600.0
 """A child process still exporting, importing or answering after this long is stopped."""
+
+SCRATCH_KIND = "emem-graph migrate"
+"""The kind in a scratch directory's owner file (emem_graph/scratch.py)."""
+
+SCRATCH_NAME = re.compile(r"\..+\.migrate-[a-z0-9_]+")
+"""How the scratch directory beside a destination is named: ``.DST.migrate-<random>``."""
 
 _GRAPH_ONLY = frozenset(
     {
@@ -77,16 +96,21 @@ class MigrationReport:
     tool_answers: int
     """Tool answers compared (all identical)."""
     other_files: list[str] = field(default_factory=list)
+    stale_removed: list[str] = field(default_factory=list)
+    """Scratch directories of killed migrations removed before this one began."""
 
     def lines(self) -> list[str]:
         """The report as the command prints it."""
         nodes = sum(self.tables.values())
-        return [
+        lines = [
             f"graph: {self.source_engine} -> {self.engine}, {len(self.tables)} tables, "
             f"{nodes} rows, counts identical per table",
             f"vectors: {self.vector_files} files copied, identical",
             f"tool answers: {self.tool_answers} compared, identical",
         ]
+        if self.stale_removed:
+            lines.append(f"removed what killed migrations left: {', '.join(self.stale_removed)}")
+        return lines
 
 
 def migrate(source: Path, destination: Path, engine: str | None = None) -> MigrationReport:
@@ -102,10 +126,10 @@ def migrate(source: Path, destination: Path, engine: str | None = None) -> Migra
             source or inside any memory, or an unknown engine; refused before anything is
             written.
         DatabaseLockedError: another process has the source open read-write.
-        MigrationError: a step failed or the copy differs (nothing is left at ``destination``).
+        MigrationError: a step failed or the copy differs, or SIGTERM / SIGINT stopped it and
+            the previous handler of that signal returned (nothing is left at ``destination``).
     """
-    graph_path = source / GRAPH_FILE
-    source_engine = file_engine(graph_path)
+    source_engine = file_engine(source / GRAPH_FILE)
     if not source.is_dir() or source_engine is None:
         raise InvalidInputError(f"{source} holds no emem_graph memory (no {GRAPH_FILE} inside)")
     if engine is None:
@@ -116,42 +140,61 @@ def migrate(source: Path, destination: Path, engine: str | None = None) -> Migra
         raise InvalidInputError(f"{destination} exists; migrate writes a new directory only")
     _refuse_overlap(source, destination)
     destination.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(dir=destination.parent, prefix=f".{destination.name}.migrate-"))
-    try:
-        scratch, copy, exported = work / "source", work / "copy", work / "export"
-        # No writer may start while the files are copied (the claim is shared: readers may).
-        claim = open_registry.claim(graph_path, read_only=True)
-        try:
-            _copy_tree(source, scratch, ignore=_ignore_lock)
-        finally:
-            claim.release()
-        before = _run_child(source_engine, "export", scratch, exported)
-        copy.mkdir()
-        others = _copy_others(scratch, copy)
-        after = _run_child(engine, "import", copy, exported)
-        if before["tables"] != {t: n for t, n in after["tables"].items() if t in before["tables"]}:
-            raise MigrationError(_difference("rows per table", before["tables"], after["tables"]))
-        vector_files = _same_tree(scratch / VECTOR_DIR, copy / VECTOR_DIR)
-        # Tool answers from copies of both: opening a memory may write to it (catch-up).
-        now = str(before["now"])
-        checked = work / "check"
-        _copy_tree(copy, checked)
-        theirs = _run_child(source_engine, "answers", scratch, now, before["dim"])
-        ours = _run_child(engine, "answers", checked, now, before["dim"])
-        for (name, args), a, b in zip(
-            SAMPLE_CALLS, theirs["answers"], ours["answers"], strict=True
-        ):
-            if a != b:
-                raise MigrationError(
-                    f"the copy answers {name}({json.dumps(args)}) differently: "
-                    f"{a[:200]!r} vs {b[:200]!r}"
-                )
-        os.replace(copy, destination)
-        return MigrationReport(
-            source_engine, engine, before["tables"], vector_files, len(ours["answers"]), others
+
+    def stopped(name: str) -> MigrationError:
+        return MigrationError(
+            f"migrate was stopped by {name}; nothing was written to {destination}"
         )
+
+    # The scratch directory holds a whole copy of the source: gone when a signal stops the
+    # migration; one that a kill left behind is removed by the next migrate beside it.
+    with unwind_on_stop_signals(stopped):
+        stale = remove_stale_scratch(destination.parent, SCRATCH_NAME, SCRATCH_KIND)
+        prefix = f".{destination.name}.migrate-"
+        work = make_scratch(destination.parent, prefix, SCRATCH_KIND)
+        try:
+            report = _migrate_in(work, source, source_engine, engine, destination)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    report.stale_removed = stale
+    return report
+
+
+def _migrate_in(
+    work: Path, source: Path, source_engine: str, engine: str, destination: Path
+) -> MigrationReport:
+    """The steps of ``migrate``, in the scratch directory ``work``."""
+    graph_path = source / GRAPH_FILE
+    scratch, copy, exported = work / "source", work / "copy", work / "export"
+    # No writer may start while the files are copied (the claim is shared: readers may).
+    claim = open_registry.claim(graph_path, read_only=True)
+    try:
+        _copy_tree(source, scratch, ignore=_ignore_lock)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        claim.release()
+    before = _run_child(source_engine, "export", scratch, exported)
+    copy.mkdir()
+    others = _copy_others(scratch, copy)
+    after = _run_child(engine, "import", copy, exported)
+    if before["tables"] != {t: n for t, n in after["tables"].items() if t in before["tables"]}:
+        raise MigrationError(_difference("rows per table", before["tables"], after["tables"]))
+    vector_files = _same_tree(scratch / VECTOR_DIR, copy / VECTOR_DIR)
+    # Tool answers from copies of both: opening a memory may write to it (catch-up).
+    now = str(before["now"])
+    checked = work / "check"
+    _copy_tree(copy, checked)
+    theirs = _run_child(source_engine, "answers", scratch, now, before["dim"])
+    ours = _run_child(engine, "answers", checked, now, before["dim"])
+    for (name, args), a, b in zip(SAMPLE_CALLS, theirs["answers"], ours["answers"], strict=True):
+        if a != b:
+            raise MigrationError(
+                f"the copy answers {name}({json.dumps(args)}) differently: "
+                f"{a[:200]!r} vs {b[:200]!r}"
+            )
+    os.replace(copy, destination)
+    return MigrationReport(
+        source_engine, engine, before["tables"], vector_files, len(ours["answers"]), others
+    )
 
 
 def _refuse_overlap(source: Path, destination: Path) -> None:
@@ -240,13 +283,10 @@ def _run_child(engine: str, role: str, *args: object) -> dict[str, Any]:
     program = "import sys; from emem_graph.migrate import child_main; child_main(sys.argv[1:])"
     env = {**os.environ, ENGINE_ENV: engine}
     try:
-        run = subprocess.run(
+        run = run_child(
             [sys.executable, "-c", program, role, *map(str, args)],
-            capture_output=True,
-            text=True,
             env=env,
             timeout=CHILD_TIMEOUT_S,
-            check=False,
         )
     except subprocess.TimeoutExpired as exc:
         raise MigrationError(
@@ -265,6 +305,7 @@ def _run_child(engine: str, role: str, *args: object) -> dict[str, Any]:
 def child_main(argv: list[str]) -> None:
     """One step of a migration, in a process running one engine (EMEM_GRAPH_ENGINE); prints
     its answer as one JSON line."""
+    die_with_parent()
     role, *args = argv
     try:
         answer = _child_step(role, args)

@@ -31,7 +31,7 @@ from fastmcp.client.transports import StdioTransport
 
 from emem_graph.errors import InvalidInputError
 from emem_graph.ingest.embeddings import HashingEmbedder
-from emem_graph.mcp_server import check_bind, parse_endpoint
+from emem_graph.mcp_server import SessionLimits, check_bind, parse_endpoint
 from emem_graph.memory import SpatioTemporalMemory
 from emem_graph.retrieval.schemas import ACTION_SCHEMAS, ALL_SCHEMAS, CORE_TOOLS, TOOL_SCHEMAS
 
@@ -496,6 +496,82 @@ def test_loopback_addresses_need_no_flag(address: str) -> None:
 def test_http_wants_host_colon_port(text: str) -> None:
     with pytest.raises(InvalidInputError, match="HOST:PORT"):
         parse_endpoint(text)
+
+
+# --- sessions of clients that went away ----------------------------------------------------
+
+JSON_OR_SSE = {"Accept": "application/json, text/event-stream"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "crashed", "version": "0"},
+    },
+}
+
+
+def open_and_abandon(url: str) -> str:
+    """What a client that crashes right after connecting leaves on the server: a session it
+    initialized and never closes. Its id."""
+    answer = httpx.post(url, json=INITIALIZE, headers=JSON_OR_SSE, timeout=START_S)
+    assert answer.status_code == 200, answer.text
+    return answer.headers["mcp-session-id"]
+
+
+def ping(url: str, session_id: str) -> int:
+    """The HTTP status of a ping in session ``session_id``: 200 while the server holds it, 404
+    once it is closed."""
+    headers = {**JSON_OR_SSE, "mcp-session-id": session_id, "mcp-protocol-version": "2025-06-18"}
+    message = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    return httpx.post(url, json=message, headers=headers, timeout=START_S).status_code
+
+
+def test_sessions_abandoned_by_crashed_clients_stay_under_the_cap_and_a_new_client_is_answered(
+    memory_dir: Path,
+) -> None:
+    """Twelve clients crash one after another, each leaving its session open, on a server that
+    holds four: every one is still let in (no 503), each new session closing the one idle
+    longest, and a well-behaved client that comes next is answered."""
+    with http_server(memory_dir, "--max-sessions", "4") as (process, url):
+        abandoned = [open_and_abandon(url) for _ in range(12)]
+
+        async def session() -> list[int]:
+            async with Client(url, timeout=START_S) as client:
+                answer = await client.call_tool("locate", {"concept": "red cup"})
+                assert text_of(answer).startswith("Location:")
+                return [ping(url, session_id) for session_id in abandoned]
+
+        held = run(session)
+        assert process.poll() is None
+    # The client's own session made room too: the three newest abandoned ones are left.
+    assert held == [404] * 9 + [200] * 3
+
+
+def test_a_session_with_no_request_for_the_idle_time_is_closed(memory_dir: Path) -> None:
+    """A session left open expires after --session-idle; a connected client (its GET stream
+    keeps a request in flight) does not, however long it waits between calls."""
+    with http_server(memory_dir, "--session-idle", "2") as (_process, url):
+
+        async def session() -> tuple[int, int]:
+            async with Client(url, timeout=START_S) as client:
+                abandoned = open_and_abandon(url)
+                fresh = ping(url, abandoned)
+                await asyncio.sleep(4)
+                stale = ping(url, abandoned)
+                answer = await client.call_tool("locate", {"concept": "red cup"})
+                assert text_of(answer).startswith("Location:")
+                return fresh, stale
+
+        assert run(session) == (200, 404)
+
+
+@pytest.mark.parametrize("limits", [{"idle_s": 0.0}, {"idle_s": math.inf}, {"max_sessions": 0}])
+def test_session_limits_refuse_a_bound_that_bounds_nothing(limits: dict[str, Any]) -> None:
+    with pytest.raises(InvalidInputError, match=r"--session-idle|--max-sessions"):
+        SessionLimits(**limits)
 
 
 # --- stopping ------------------------------------------------------------------------------

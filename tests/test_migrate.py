@@ -6,9 +6,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -218,3 +221,140 @@ def test_migrate_refuses_an_existing_destination_and_a_directory_without_a_memor
     assert "holds no emem_graph memory" in capsys.readouterr().err
     assert not (tmp_path / "new").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["taken"]  # no scratch left behind
+
+
+# --- a migration stopped half-way ------------------------------------------------------------
+
+STEP_WAIT_S = 120.0
+"""How long a migration may take to reach its first step (imports, the copy of the source)."""
+ORPHAN_WAIT_S = 2.0
+"""How soon a step's child must be gone once its parent was killed (a step alone takes longer)."""
+PROC = Path("/proc")
+needs_proc = pytest.mark.skipif(
+    not (PROC / "self" / "stat").is_file(), reason="finds the step's process in /proc"
+)
+
+
+@pytest.fixture(scope="module")
+def small_memory(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A memory of a few observations (only read by the migrations)."""
+    directory = tmp_path_factory.mktemp("small") / "memory"
+    stepped = SteppedMemory(directory)
+    for i in range(5):
+        stepped.add(f"a red cup on the table {i}", 1.0 + i, 2.0)
+    stepped.memory.close()
+    return directory
+
+
+def start_migrate(source: Path, destination: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "emem_graph.cli", "migrate", str(source), str(destination)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not exited (a zombie has)."""
+    try:
+        stat = (PROC / str(pid) / "stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rindex(")") + 2 :].split()[0] not in ("Z", "X")
+
+
+def steps_of(pid: int) -> list[int]:
+    """The running step processes (migrate's children running child_main) of process ``pid``."""
+    steps = []
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        parent = int(stat[stat.rindex(")") + 2 :].split()[1])
+        if parent == pid and b"child_main" in command:
+            steps.append(int(entry.name))
+    return steps
+
+
+def scratch_of(destination: Path) -> list[Path]:
+    return sorted(destination.parent.glob(f".{destination.name}.migrate-*"))
+
+
+def wait_for_a_step(
+    process: subprocess.Popen[str], destination: Path, others: tuple[Path, ...] = ()
+) -> tuple[Path, list[int]]:
+    """Wait until the migration runs a step in a child: (its scratch directory, the child).
+    ``others``: directories beside the destination that are not its own."""
+    deadline = time.monotonic() + STEP_WAIT_S
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[0]
+        steps = steps_of(process.pid)
+        if steps:
+            (work,) = [p for p in scratch_of(destination) if p not in others]
+            return work, steps
+        time.sleep(0.02)
+    raise AssertionError("the migration ran no step in time")
+
+
+def wait_gone(pids: list[int], timeout: float) -> list[int]:
+    """The processes of ``pids`` still running after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while any(running(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return [pid for pid in pids if running(pid)]
+
+
+@needs_proc
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_mid_step_removes_the_scratch_copy_and_stops_the_step(
+    small_memory: Path, tmp_path: Path, stop: signal.Signals
+) -> None:
+    destination = tmp_path / "copy"
+    process = start_migrate(small_memory, destination)
+    work, steps = wait_for_a_step(process, destination)
+    assert (work / "source" / GRAPH_FILE).is_file()  # the whole source is copied in there
+    process.send_signal(stop)
+    printed = process.communicate(timeout=60)[0]
+    assert process.returncode == -stop, printed  # the process ends as the signal ends it
+    assert scratch_of(destination) == []
+    assert not destination.exists()
+    assert wait_gone(steps, ORPHAN_WAIT_S) == []
+
+
+@needs_proc
+def test_a_killed_migrations_step_dies_with_it_and_the_next_migrate_removes_its_scratch(
+    small_memory: Path, tmp_path: Path
+) -> None:
+    destination = tmp_path / "copy"
+    killed = start_migrate(small_memory, destination)
+    left, steps = wait_for_a_step(killed, destination)
+    killed.kill()
+    killed.communicate(timeout=60)
+    assert wait_gone(steps, ORPHAN_WAIT_S) == [], "the step outlived its killed parent"
+    assert (left / "source" / GRAPH_FILE).is_file()  # SIGKILL leaves the copy behind
+
+    # Beside it, directories migrate did not make, or whose process still runs: kept.
+    foreign = tmp_path / f".{destination.name}.migrate-foreign"
+    (foreign / "keep").mkdir(parents=True)
+    alive = tmp_path / ".other.migrate-alive"
+    alive.mkdir()
+    (owner_file,) = [p for p in left.iterdir() if p.suffix == ".json"]
+    owner = json.loads(owner_file.read_text())
+    stat = (PROC / "self" / "stat").read_text()
+    started = int(stat[stat.rindex(")") + 2 :].split()[19])
+    owner.update(directory=alive.name, pid=os.getpid(), started=started)
+    (alive / owner_file.name).write_text(json.dumps(owner))
+
+    following = start_migrate(small_memory, destination)
+    assert wait_for_a_step(following, destination, others=(foreign,))
+    assert not left.exists()
+    assert (foreign / "keep").is_dir() and (alive / owner_file.name).is_file()
+    following.terminate()
+    following.communicate(timeout=60)
+    assert scratch_of(destination) == [foreign]

@@ -7,6 +7,7 @@ import os
 import sys
 
 from emem_graph.cli.common import make_embedder
+from emem_graph.mcp_server import MAX_SESSIONS, SESSION_IDLE_S
 
 
 def add_mcp_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,6 +43,22 @@ def add_mcp_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "anyone who can reach it can use the memory)",
     )
     mcp.add_argument(
+        "--session-idle",
+        type=float,
+        default=SESSION_IDLE_S,
+        metavar="SECONDS",
+        help="close an HTTP session with no request in flight for this long (a client that "
+        f"went away without closing it; default {SESSION_IDLE_S:.0f})",
+    )
+    mcp.add_argument(
+        "--max-sessions",
+        type=int,
+        default=MAX_SESSIONS,
+        metavar="N",
+        help="hold at most N HTTP sessions; a new one closes the session idle longest "
+        f"(default {MAX_SESSIONS})",
+    )
+    mcp.add_argument(
         "--embedder",
         default="all-MiniLM-L6-v2",
         help="the memory's embedder: model name or path, or 'hashing' (for memories built with it)",
@@ -52,6 +69,7 @@ def add_mcp_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
 def _cmd_mcp(args: argparse.Namespace) -> int:
     from emem_graph.mcp_server import (
         Endpoint,
+        SessionLimits,
         build_server,
         check_bind,
         is_loopback,
@@ -63,6 +81,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     endpoint = parse_endpoint(args.http) if args.http else None
     if endpoint is not None:
         check_bind(endpoint.host, args.allow_remote)
+    sessions = SessionLimits(idle_s=args.session_idle, max_sessions=args.max_sessions)
     from emem_graph.memory import SpatioTemporalMemory
 
     # The socket first: a busy port or a refused address fails before the memory is opened.
@@ -99,7 +118,13 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
                 flush=True,
             )
 
-        ended = serve(server, "stdio" if sock is None else "http", sock=sock, ready=ready)
+        ended = serve(
+            server,
+            "stdio" if sock is None else "http",
+            sock=sock,
+            ready=ready,
+            sessions=sessions,
+        )
     finally:
         if sock is not None:
             sock.close()
