@@ -587,7 +587,7 @@ class SpatioTemporalMemory:
     @property
     def rejected_observations(self) -> int:
         """Rows set aside in ``rejected.jsonl`` of the memory's directory: observations (and
-        entity changes) accepted at the door, then refused by the store; over every session."""
+        entity changes) accepted at the door, then refused by the store; over every open."""
         return self._writer.rejected.count()
 
     # --- retrieval tools (emem_graph.retrieval) ------------------------------------------------

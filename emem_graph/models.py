@@ -150,7 +150,7 @@ def trusted(cls: type[RecordT], values: dict[str, Any]) -> RecordT:
     """A record of ``cls`` from values validated when they were written (the in-process
     indexes hold only such values), every field given: what pydantic's model_construct
     builds, without its walk over the fields (about 1 against 9 us an observation;
-    temporal_query builds ten a call: issue 23). The models here have no private
+    temporal_query builds ten a call). The models here have no private
     attributes, no extra fields and no post-init (checked below, at import)."""
     record = cls.__new__(cls)
     object.__setattr__(record, "__dict__", values)

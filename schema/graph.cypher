@@ -74,7 +74,7 @@ CREATE NODE TABLE IF NOT EXISTS VectorSync(
     op STRING
 );
 
-// Where an entity was, over time (issue 22): one Position per stay, oldest first by first_seen.
+// Where an entity was, over time: one Position per stay, oldest first by first_seen.
 // x, y, z: the running mean of the stay's sightings; count: its sightings; ended: when a
 // sighting elsewhere showed it had moved (NULL: the current position, one per entity).
 CREATE NODE TABLE IF NOT EXISTS Position(
@@ -100,7 +100,7 @@ CREATE REL TABLE IF NOT EXISTS COOCCURS_WITH(
     last_seen DOUBLE
 );
 
-// --- spatial: topological map (issue 8) -----------------------------------------------------
+// --- spatial: topological map ---------------------------------------------------------------
 // Places the robot occupied (its perception positions, merged within place_spacing), CONNECTS
 // edges between places walked in sequence or close enough for a loop closure (one edge per
 // unordered pair, stored from the older place to the newer; paths read it undirected), and
@@ -115,9 +115,9 @@ CREATE NODE TABLE IF NOT EXISTS Place(
 CREATE REL TABLE IF NOT EXISTS CONNECTS(FROM Place TO Place, distance DOUBLE, kind STRING);
 CREATE REL TABLE IF NOT EXISTS AT_PLACE(FROM Observation TO Place, FROM Entity TO Place, distance DOUBLE);
 
-// --- areas: semantic forest of area gists (issue 9; area gists are Gist nodes, level >= 1) ---
+// --- areas: semantic forest of area gists (area gists are Gist nodes, level >= 1) ------------
 
-// --- profile: user-profile knowledge graph (issue 10) ----------------------------------------
+// --- profile: user-profile knowledge graph ---------------------------------------------------
 // Profile nodes are few (a household's facts and routines): their embeddings live on the nodes
 // (FLOAT[] lists, searched exactly in NumPy), not in LanceDB. Objects and locations belong to
 // one user; a routine's steps are Pattern nodes chained by BEFORE, their arguments TARGET edges

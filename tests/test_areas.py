@@ -1,4 +1,4 @@
-"""The area forest (issue 9): clustering, building, incremental update, the two tools."""
+"""The area forest: clustering, building, incremental update, the two tools."""
 
 from __future__ import annotations
 

@@ -328,7 +328,7 @@ def test_the_model_row_is_ingest_against_the_embedder_alone_on_distinct_texts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--model: the memory embeds every text of the run itself (distinct texts: no cache
-    hits), against the embedder alone on the same texts, with the issue's 0.9x goal."""
+    hits), against the embedder alone on the same texts, with its 0.9x goal."""
     from emem_graph.evals.bench.run import _measure_model
 
     work = patrol_workload(1500)

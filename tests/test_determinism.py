@@ -1,4 +1,4 @@
-"""The same memory and the same call give the same answer, every run (issue 21).
+"""The same memory and the same call give the same answer, every run.
 
 A demo memory is built once; copies of it are opened in child processes with different hash
 seeds, one quiet and one whose vector table is compacted (fragments merged, full-text and scalar

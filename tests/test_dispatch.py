@@ -28,7 +28,7 @@ TEN_TOOLS = [
 ]
 
 
-CAPABILITY_TOOLS = {  # issues 8-10: attached after the ten
+CAPABILITY_TOOLS = {  # spatial, areas, profile: attached after the ten
     "route_query", "directional_query", "navigate_to", "describe_area", "global_search",
     "user_profile",
 }  # fmt: skip
@@ -58,7 +58,7 @@ def test_definitions_are_copies(house):
 
 def test_api_parameters_and_defaults_match_the_schema():
     """API.md's table, plus include_body_state on the perception tools and scope (the area
-    walk, issue 9) on semantic_search and recall."""
+    walk) on semantic_search and recall."""
     expected = {
         "semantic_search": {"query": None, "n_results": 10, "layer": None, "time_after": None,
                             "time_before": None, "near_x": None, "near_y": None,

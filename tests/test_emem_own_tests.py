@@ -24,7 +24,7 @@ SDIST = f"emem-{EMEM_VERSION}.tar.gz"
 SDIST_SHA256 = "bc44e16f4c9be8e4be1b6582b38946b0f3733036eb0b4e5c7428943d48094ec2"
 
 TEST_FILES = {
-    # The facade's tests: the issue's bar. All 18 pass.
+    # The facade's tests: the bar for the alias. All 18 pass.
     "test_memory.py": 18,
     # Body state through the facade (EmbodiedAgents' internal-state layers): 10 of 13 pass.
     "test_interoception.py": 10,

@@ -1,4 +1,4 @@
-"""Entity writes in batches (issue 23): the entities, stays, sighting edges and co-occurrences
+"""Entity writes in batches: the entities, stays, sighting edges and co-occurrences
 of an extraction batch are written with one statement per kind of change (LOAD FROM an Arrow
 table) instead of one statement per row. The graph they leave must be the one the
 statements per row leave: the same patrol written both ways, with the same ids, gives the same

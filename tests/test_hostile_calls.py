@@ -1,4 +1,4 @@
-"""Calls an outside review made that the doors let through: a clock that gives no time, a
+"""Calls the doors must refuse or survive: a clock that gives no time, a
 tool call naming ``self``, a count or a text list of the wrong type, a name with spaces, a
 close whose last write fails as a whole, embedding functions that give no vectors and a path
 with a NUL. Real Kuzu and LanceDB files, the hashing embedder."""

@@ -1,5 +1,5 @@
 """The in-process keyword index: BM25 as the textbook defines it, the same scores whatever the
-order texts were added in, removal, and the normalisation of words (issue 21)."""
+order texts were added in, removal, and the normalisation of words."""
 
 from __future__ import annotations
 

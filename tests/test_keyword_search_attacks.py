@@ -1,4 +1,4 @@
-"""The in-process keyword side under an outsider's input (issue 21): any text as a request,
+"""The in-process keyword side under an outsider's input: any text as a request,
 writes racing searches, entities and gists written after the keyword index was first built,
 archival. Real memories (Kuzu + LanceDB in tmp_path, all-MiniLM-L6-v2)."""
 

@@ -1,4 +1,4 @@
-"""The absence check of entity_query, kept between writes (issue 23): asked for every entity
+"""The absence check of entity_query, kept between writes: asked for every entity
 an answer lists, it is read from the observation index once per write to the index, and a
 clock moving on without new observations asks the same question. The answers stay fresh: a
 look that missed the thing, written after an answer, is said in the next one at once, at the
@@ -56,7 +56,7 @@ def test_a_clock_before_the_look_does_not_see_it(make_memory: Any) -> None:
 
 
 def test_the_stays_kept_in_process_answer_as_the_graph_and_a_reopen(make_memory: Any) -> None:
-    """The tools read the stays from the store's in-process entity index (issue 23): after
+    """The tools read the stays from the store's in-process entity index: after
     moves, it holds what the graph holds, and a reopened memory (the index loaded from the
     graph) gives the same answers, a moved thing's history included."""
     from emem_graph.consolidation import reads

@@ -1,4 +1,4 @@
-"""What a large memory's open gives back (issue 23's 1M resident goal): the graph engine's
+"""What a large memory's open gives back (a 1M memory stays under 1.5 GB): the graph engine's
 buffer pool after the open's read of every observation (GraphDB.drop_page_cache: the database
 closed and opened again), and the allocators' free pages (storage/release.py). A memory opened
 that way must answer and write exactly as one opened without it, read-write and read-only, on
@@ -55,10 +55,10 @@ def written(tmp_path: Path) -> Iterator[tuple[Path, SimClock]]:
             thing = THINGS[i % len(THINGS)]
             memory.add(f"{thing} seen near shelf {i % 7}", x=float(i % 9), y=float(i % 4))
         memory.flush()
-        memory.extract_entities()  # nothing left for a later session's background work
+        memory.extract_entities()  # nothing left for a later open's background work
     clock.now = START + 1600.0
     with _open(path, clock):
-        pass  # a first session settles what an open does once (the map's catch-up, ...)
+        pass  # a first open settles what an open does once (the map's catch-up, ...)
     yield path, clock
 
 

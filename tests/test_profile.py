@@ -1,4 +1,4 @@
-"""User-profile memory (issue 10): add, update, node reuse under paraphrase, users kept apart,
+"""User-profile memory: add, update, node reuse under paraphrase, users kept apart,
 retrieval order, grounding in entities (locate / recall by alias), and the LLM path through the
 real ``ollama`` client against the fake Ollama server."""
 

@@ -94,7 +94,7 @@ def assert_each_caption_counted_once(summary: ReplaySummary, sent: int) -> None:
 def test_captions_10_ms_before_their_odometry_are_all_stored_once_odometry_runs(
     tmp_path: Path, memory: SpatioTemporalMemory
 ) -> None:
-    """The reviewer's bag: odometry at 2 Hz, a caption each second 10 ms before a sample. The
+    """A bag of odometry at 2 Hz, a caption each second 10 ms before a sample. The
     very first caption comes before any odometry (no pose: dropped, as documented); each of
     the 20 after it is held by the trigger it opens and stored by the next one."""
     sent = [caption(T0 + k + 0.01) for k in range(21)]

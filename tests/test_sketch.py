@@ -326,7 +326,7 @@ def test_an_area_searched_by_lancedb_while_the_sketch_loads_ranks_as_the_sketch(
     """Until the sketch has loaded after an open, an area search it will answer goes to
     LanceDB, whose rows are then scored with the sketch's arithmetic (their stored vectors
     rounded as the sketch rounds them): the same ids and the same score bits before and
-    after the load, so near-ties keep their order (issue 21: answers never depend on
+    after the load, so near-ties keep their order (answers never depend on
     background work)."""
     memory, minilm, now = sketched
     store = memory.store

@@ -1,4 +1,4 @@
-"""Spatial reasoning (issue 8): the topological map, its routes, and the spatial tools, on real
+"""Spatial reasoning: the topological map, its routes, and the spatial tools, on real
 Kuzu/LanceDB memories; the campus acceptance test uses the real MiniLM embedder."""
 
 from __future__ import annotations

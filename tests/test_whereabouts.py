@@ -1,4 +1,4 @@
-"""Objects move (issue 22): the entity resolver's whereabouts rules on a real memory (Kuzu,
+"""Objects move: the entity resolver's whereabouts rules on a real memory (Kuzu,
 LanceDB, MiniLM): a thing carried elsewhere stays one entity with a closed stay and an open
 one; two alike things seen in two places in the same time span stay two; absence decides for a
 bare noun; a thing seen back at the stay it left, never missed there, was a second object

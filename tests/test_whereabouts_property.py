@@ -1,4 +1,4 @@
-"""Objects move (issue 22), as properties over random histories: whatever order, places and
+"""Objects move, as properties over random histories: whatever order, places and
 gaps the sightings of alike objects come in, the memory never loses a sighting, every entity has
 exactly one current stay and sits on it, no stay lies between two places (each is on a spot where
 the object was seen), locate answers a seen spot, and the stays read back the same after a

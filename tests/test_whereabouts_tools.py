@@ -1,4 +1,4 @@
-"""Objects move (issue 22): the tools answer the present first. A red cup seen five times on
+"""Objects move: the tools answer the present first. A red cup seen five times on
 the kitchen table at (1, 1), then an hour later three times in the bathroom sink at (12, 9),
 on a real memory (Kuzu, LanceDB, MiniLM): locate answers the sink and says where it was
 before, entity_query lists one cup with its history, recall says which sightings are current,

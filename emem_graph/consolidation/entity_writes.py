@@ -20,7 +20,7 @@ ROWS_PER_SCAN = 1 / 64
 """Rows of a batch worth one scan of the table its statement joins: a batched statement
 (LOAD FROM, one statement for every row) matches its rows by a scan and hash join over the
 Entity or Position table (~3 us a table row), where one statement per row looks each up by
-primary key (~0.3-0.5 ms a row, most of it the call). Measured on Kuzu 0.11.3 (issue 23)."""
+primary key (~0.3-0.5 ms a row, most of it the call). Measured on Kuzu 0.11.3."""
 ENTITY_ARROW = pa.schema(
     [
         ("id", pa.string()),
@@ -160,7 +160,7 @@ def link_sightings(
     their times on (the observations just flushed, at any table size), when the batch is
     worth that scan (ROWS_PER_SCAN); the others one statement each, by primary key (one
     of an observation the graph lacks creates nothing). One statement per edge cost
-    ~0.5 ms, most of what extraction cost (issue 23); a rel-table COPY cost as much with
+    ~0.5 ms, most of what extraction cost; a rel-table COPY cost as much with
     its commit, and a rollback after one loses every edge of its table."""
     edges = [(e, o, float(c)) for (e, o), c in links.items()]
     times = index.times_of([o for _, o, _ in edges])

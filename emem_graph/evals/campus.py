@@ -30,7 +30,7 @@ CAPTION_RANGE = 2.5
 """Metres: the robot describes an item when it passes this close."""
 INDOOR_RADIUS = 3.0
 OUTDOOR_RADIUS = 15.0
-"""Success radii of the issue: a returned position this close to the true one is right."""
+"""Success radii: a returned position this close to the true one is right."""
 
 KINDS = ("vending machine", "water cooler", "fire extinguisher", "printer", "bench")
 """Object kinds; benches stand outside, the rest inside."""
@@ -239,7 +239,7 @@ def build_campus(
     step: float = 1.0,
     building_size: tuple[float, float] = (50.0, 24.0),
 ) -> Campus:
-    """Generate a campus of ``columns x rows`` buildings (at least 5 for the issue's test).
+    """Generate a campus of ``columns x rows`` buildings (at least 5 for the acceptance test).
 
     Args:
         columns, rows: the grid of buildings.

@@ -94,7 +94,7 @@ def demo_questions() -> list[tuple[str, dict[str, object]]]:
         ("locate", {"concept": "the red chair"}),
         ("recall", {"query": "the sofa and the television", "n_results": 3}),
         ("body_status", {}),
-        # the capabilities' tools (issues 8-10)
+        # the capabilities' tools: spatial reasoning, areas, user profile
         ("route_query", {"target": "red cup", "start": "the sofa", "goal": "the fridge"}),
         ("directional_query", {"target": "chair", "anchor": "the desk", "direction": "east"}),
         ("navigate_to", {"concept": "the coffee machine"}),

@@ -1310,7 +1310,7 @@ def _ask_memory(memory: SpatioTemporalMemory, data: Dialogue, progress: bool,
         seconds = time.perf_counter() - started
         texts.append(text)
         answers.append(_Answer(parse_results(text, turn_ids)[:TOP], seconds))
-    # The same memory and the same call must give the same answer (issue 21): ask again.
+    # The same memory and the same call must give the same answer: ask again.
     for q, text, answer in zip(data.questions, texts, answers, strict=True):
         answer.same_on_repeat = memory.semantic_search(q.text, n_results=TOP) == text
     return answers

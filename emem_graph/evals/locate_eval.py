@@ -56,7 +56,7 @@ from emem_graph.models import Entity, Gist, Observation
 GOAL_METRES = 1.0
 """An answer within this horizontal distance of the truth counts as located."""
 GOAL_SHARE = 0.95
-"""The share of objects to locate within GOAL_METRES (the issue's goal: every known entity;
+"""The share of objects to locate within GOAL_METRES (the goal: every known entity;
 the tests allow one miss in twenty)."""
 START_TIME = 1_790_000_000.0
 """The patrol's simulated start (November 2026)."""

@@ -1,4 +1,4 @@
-"""Objects-move evaluation (issue 22): a robot patrols a house for hours while its objects are
+"""Objects-move evaluation: a robot patrols a house for hours while its objects are
 moved, swapped, taken away and brought back; the memory is asked where each object is now.
 
 The house has ten places (pieces of furniture, 3 to 18.5 m apart, several pairs closer than the
@@ -79,7 +79,7 @@ from emem_graph.memory import SpatioTemporalMemory
 
 GOAL_METRES = 1.0
 GOAL_SHARE = 0.95
-"""The issue's goal: locate within GOAL_METRES of the true current position in this share of
+"""The goal: locate within GOAL_METRES of the true current position in this share of
 the questions (reported, not asserted)."""
 START_TIME = 1_795_000_000.0
 """The patrol's simulated start (December 2026)."""

@@ -97,7 +97,7 @@ class MapGist:
 
 @dataclass(frozen=True)
 class MapTopology:
-    """The topological map (issue 8): places, CONNECTS edges as segments, and a route."""
+    """The topological map: places, CONNECTS edges as segments, and a route."""
 
     place_x: np.ndarray
     place_y: np.ndarray

@@ -76,7 +76,7 @@ class RejectedRows:
         )
 
     def count(self) -> int:
-        """Rows set aside in this directory, over every session."""
+        """Rows set aside in this directory, over every open of the memory."""
         with self._lock:
             return self.count_unlocked()
 

@@ -1,4 +1,4 @@
-"""Present first: what the tools say about a thing that moved (issue 22).
+"""Present first: what the tools say about a thing that moved.
 
 An entity's stays (consolidation/whereabouts.py, read through a StayReader: retrieval sits
 below consolidation, the memory passes its reads in) say where it is now and where it was.

@@ -11,7 +11,7 @@ source of truth.
 It also keeps every stay (Position node) of every entity, following the same changes: the
 tools read an entity's stays for every answer (entity_query, locate, recall), and a graph read
 of them cost 1-4 ms a call at 100k observations once the entities were too many to keep every
-stay between writes (entity_query 20x eMEM's there: issue 23).
+stay between writes.
 
 Memory: about 1 KB per entity (its record), about 0.5 KB per stay, 12 bytes per sighting.
 """

@@ -430,7 +430,7 @@ class GraphDB:
         """Give the engine's buffer pool back to the system: close the database and open it
         again. The engine keeps every page a read brought in until the pool (80% of RAM by
         default) is full: the store's read of every observation at open left ~310 MB resident
-        at 1M observations, held for pages no later read wants (issue 23's 1M goal). Costs
+        at 1M observations, held for pages no later read wants. Costs
         ~0.1 s at 1M. Only while no other thread uses this object (the store's open)."""
         if self._closed:
             raise StorageError("the graph database is closed")

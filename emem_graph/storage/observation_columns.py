@@ -361,7 +361,7 @@ class ObservationColumns:
 _POOLED = ("text", "source_type", "episode_id", "metadata")
 """Columns whose values repeat: held as one Python object per distinct value (an index of
 100k observations took 940 bytes of resident memory per observation, one string object per
-row and column among them: issue 23's 1M goal)."""
+row and column among them)."""
 _ENCODED = (*_POOLED, "layer", "tier")
 """Columns the index reads at open by their distinct values (see _encoded)."""
 _POOL_MAX = 1 << 16

@@ -66,7 +66,7 @@ class ObservationIndex(ObservationColumns):
             with self._lock:
                 start, end = self._keyword_rows, self._n
             # In slices: a whole 1M-row build held a list of every row and text at once, and
-            # what it freed stayed with the allocators (~70 MB at 1M, issue 23's 1M goal).
+            # what it freed stayed with the allocators (~70 MB at 1M).
             memo: dict[str, Counter[str]] = {}
             for first in range(start, end, KEYWORD_BUILD_ROWS):
                 last = min(end, first + KEYWORD_BUILD_ROWS)

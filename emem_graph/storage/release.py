@@ -4,7 +4,7 @@ Opening a large memory reads every observation (the observation index) and every
 vector (the vector sketch) in batches. What those batches held is freed, but the allocators keep
 it: Arrow's pool keeps its pages for reads to come, and the C library's malloc keeps what the
 graph engine's and LanceDB's native threads freed in per-thread arenas. At 1M observations the
-C library held ~185 MB after the sketch had loaded (measured with the issue-23 resident bench);
+C library held ~185 MB after the sketch had loaded (measured with `bench/resident.py`);
 ``malloc_trim`` hands it back. Both calls only return free pages: nothing in use moves.
 """
 

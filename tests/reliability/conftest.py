@@ -1,4 +1,4 @@
-"""Reliability suites (issue 7): crash matrix, concurrency, hostile input, degraded
+"""Reliability suites: crash matrix, concurrency, hostile input, degraded
 dependencies, growth.
 
 Counts are reduced by default so the suites fit in CI; ``--long`` (or EMEM_RELIABILITY_LONG=1)

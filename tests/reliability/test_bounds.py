@@ -1,4 +1,4 @@
-"""Every input is bounded, and close() racing other calls is clean (issue 19, class 7).
+"""Every input is bounded, and close() racing other calls is clean.
 
 Tools: an oversized text, list, number, argument count, JSON text or nesting is refused with
 one ``Error:`` line by dispatch (an InvalidInputError by a Python call) before any work: a

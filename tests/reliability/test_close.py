@@ -1,4 +1,4 @@
-"""close() against every other call (issue 19, class 7): MemoryClosedError, never a store's error.
+"""close() against every other call: MemoryClosedError, never a store's error.
 
 After close(), every public method of the memory and of its capabilities (places, areas,
 profile) raises MemoryClosedError; the methods are found by introspection, so a new one is

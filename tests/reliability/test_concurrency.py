@@ -115,7 +115,7 @@ def tool_arguments(rng: random.Random, tool: str) -> dict[str, Any]:
         "locate": {"concept": rng.choice(WORDS)},
         "recall": {"query": rng.choice(WORDS), "n_results": 5},
         "body_status": {},
-        # the capabilities' tools (issues 8-10), under the same load
+        # the capabilities' tools (spatial, areas, profile), under the same load
         "route_query": {"target": rng.choice(WORDS), "goal": f"{x:.1f}, {y:.1f}"},
         "directional_query": {
             "target": rng.choice(WORDS),

@@ -1,4 +1,4 @@
-"""The read-only Cypher guard against Kuzu itself (issue 19, class 1).
+"""The read-only Cypher guard against Kuzu itself.
 
 storage/cypher_lexer.py claims to read Cypher exactly as Kuzu 0.11.3's lexer does, and
 explore/guard.py's check_read_only() claims that nothing it accepts writes, reads a file or
@@ -731,8 +731,8 @@ def test_guard_words_are_all_kuzu_keywords_or_remove() -> None:
 
 # --- the old guard's holes -------------------------------------------------------------------
 
-# The guard before issue 19: comments and strings blanked by regexes, then a deny-list of first
-# words and LOAD anywhere. Kept here only to show that the statements below got through it.
+# A regex guard: comments and strings blanked by regexes, then a deny-list of first
+# words and LOAD anywhere. Kept here only to show that the statements below get through it.
 _OLD_NOT_CODE = re.compile(
     r"//[^\n]*|/\*.*?\*/|'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"|`[^`]*`", re.DOTALL
 )

@@ -1,4 +1,4 @@
-"""Read-only Cypher stays read-only below the text allow-list (issue 19): the sandbox child
+"""Read-only Cypher stays read-only below the text allow-list: the sandbox child
 (Kuzu read-only, Landlock, rlimits) and the live path's plan check each refuse every escape on
 their own, and time and memory are bounded.
 

@@ -1,4 +1,4 @@
-"""Damage matrix (issue 19): every kind of file of a memory removed, emptied, cut in half,
+"""Damage matrix: every kind of file of a memory removed, emptied, cut in half,
 flipped in the middle or replaced by garbage, then the memory opened.
 
 Each case either opens, with every observation the graph holds searchable (a damaged vector

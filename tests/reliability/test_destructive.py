@@ -1,5 +1,5 @@
 """Commands that write files never delete or overwrite what they did not create, and never
-write into a memory (issue 19, class 5).
+write into a memory.
 
 Each writing command (export in its four formats, map, demo, make-bag, bench) is pointed at
 each protected target: a path inside a memory, the memory itself, a directory holding a

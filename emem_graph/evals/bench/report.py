@@ -93,7 +93,7 @@ def to_json(
 
 
 SCALING_LIMIT = 2.0
-"""Issue 5: a tool's p50 latency at 1M observations at most 2x its latency at 100k."""
+"""The scaling goal: a tool's p50 latency at 1M observations at most 2x its latency at 100k."""
 
 
 def previous_run(data: dict[str, Any]) -> tuple[int, dict[str, float]]:

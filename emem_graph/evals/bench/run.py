@@ -57,7 +57,7 @@ BASELINES = {
 STORE_ONLY = "ingest, no entity extraction"
 MODEL_INGEST_SHARE = 0.9
 """Ingest letting the memory embed (--model) keeps at least this share of the embedder's own
-throughput on the same texts (issue 23: the memory must not add cost around the model)."""
+throughput on the same texts (the goal: the memory adds little cost around the model)."""
 EXTRACTING = "ingest, with entity extraction"
 """Measured on the first ``extract_n`` observations only (setup["extract_n"])."""
 TARGETS = {
@@ -71,7 +71,7 @@ TARGETS = {
     "reopen + first query": Target("<=", 0.5),
     "disk": Target("<=", 1.0),
 }
-"""Goals against eMEM 0.3.0 from issue 5 (ratios emem_graph / eMEM, or an absolute count)."""
+"""Goals against eMEM 0.3.0 (ratios emem_graph / eMEM, or an absolute count)."""
 
 
 @dataclass

@@ -5,7 +5,7 @@ memory is its own: the figures of every scale against the exact NumPy floor and 
 installed), then the memory itself measured apart (resident.py: a fresh process opens the
 memory the benchmark wrote and calls every tool once: its peak RSS, and the bytes per
 observation it holds), its disk, and each p50 latency's ratio to the next smaller scale
-(issue 23: 1M against 100k at most 2x).
+(the goal: 1M against 100k at most 2x).
 """
 
 from __future__ import annotations
