@@ -195,14 +195,16 @@ def _objects(s3: dict[str, object], prefix: str) -> dict[str, str]:
     return {o["Key"]: o["ETag"] for page in pages for o in page.get("Contents", [])}
 
 
-def _cli_push(directory: Path, uri: str, robot: Robot) -> subprocess.Popen[str]:
+def _cli_push(
+    directory: Path, uri: str, robot: Robot, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
     frame = ",".join(repr(v) for v in robot.frame.as_list())
     return subprocess.Popen(
         [*CLI, "fleet", "push", str(directory), uri, "--robot", robot.name, f"--frame={frame}"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
     )
 
 
@@ -931,20 +933,22 @@ def test_a_robot_name_ending_in_a_newline_and_a_frame_past_the_bound_are_refused
     assert _lines(fleet.temporal_query(robot=["alpha"]))
 
 
-def test_a_second_push_of_one_robot_from_this_host_is_refused_while_the_first_runs(
+def test_a_second_push_of_one_robot_is_refused_while_the_first_runs(
     robots: dict[str, tuple[Robot, Path]], tmp_path: Path
 ) -> None:
     """Two pushes of one robot to one fleet at once would each take the other's uncommitted
-    rows for a cut push's and delete them: a push holds a per-host lock for (fleet, robot),
-    a second one is refused in one line (CLI included) and nothing it would write is
-    written; other robots and other fleets push meanwhile; after the first ends, it pushes."""
+    rows for a cut push's and delete them: a push holds a lock for (fleet, robot), a second
+    one is refused in one line (CLI included) and nothing it would write is written; other
+    robots and other fleets push meanwhile; after the first ends, it pushes."""
     from emem_graph.fleet.push import push_lock
 
     robot, directory = robots["alpha"]
     other, other_directory = robots["bravo"]
+    first, first_directory = robots["charlie"]
     uri = str(tmp_path / "fleet")
     where = FleetLocation(uri)
-    with push_lock(where, robot.name):
+    push_memory(first_directory, uri, first.name)  # a push claims the root before its lock
+    with push_lock(where, robot.name, directory):
         with pytest.raises(InvalidInputError, match="another push of robot 'alpha'"):
             push_memory(directory, uri, robot.name, frame=robot.frame)
         process = _cli_push(directory, uri, robot)
@@ -957,17 +961,88 @@ def test_a_second_push_of_one_robot_from_this_host_is_refused_while_the_first_ru
     assert push_memory(directory, uri, robot.name, frame=robot.frame).push == 1
 
 
-def test_a_push_whose_lock_cannot_be_made_says_so_in_one_line(
-    robots: dict[str, tuple[Robot, Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("where", ["dir", "s3"])
+def test_a_push_is_refused_while_another_holds_the_lock_whatever_either_ones_tmpdir(
+    robots: dict[str, tuple[Robot, Path]],
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    where: str,
 ) -> None:
+    """The lock lies beside what it guards, not in the temporary directory: a push running
+    here with one TMPDIR holds it against a push of the same robot started with another
+    TMPDIR (a cron job and a shell differ so). On a disk it is a hidden file in the robot's
+    folder at the fleet, which no reader trips over; on an object store it is a lock on the
+    memory directory, which stays unchanged (nothing is written into it)."""
     import tempfile
 
+    from emem_graph.fleet import push as push_module
+
+    if where == "s3":
+        request.getfixturevalue("s3")
+        uri = f"s3://{BUCKET}/tmpdirs"
+    else:
+        uri = str(tmp_path / "fleet")
     robot, directory = robots["alpha"]
-    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path / "no" / "such"))
+    memory_files = sorted(str(p.relative_to(directory)) for p in directory.rglob("*"))
+    first_tmp, second_tmp = tmp_path / "tmp-first", tmp_path / "tmp-second"
+    first_tmp.mkdir()
+    second_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(first_tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    holding, go_on = threading.Event(), threading.Event()
+    read_snapshot = push_module.read_snapshot
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        holding.set()
+        go_on.wait(120)
+        return read_snapshot(*args, **kwargs)
+
+    monkeypatch.setattr(push_module, "read_snapshot", held)
+    reports: list[object] = []
+    first = threading.Thread(
+        target=lambda: reports.append(push_memory(directory, uri, robot.name, frame=robot.frame))
+    )
+    first.start()
+    try:
+        assert holding.wait(120)
+        process = _cli_push(directory, uri, robot, env={"TMPDIR": str(second_tmp)})
+        _, err = process.communicate(timeout=120)
+    finally:
+        go_on.set()
+        first.join(120)
+    assert process.returncode == 2, err
+    assert len(err.strip().splitlines()) == 1 and "another push" in err, err
+    assert len(reports) == 1 and getattr(reports[0], "push", None) == 1
+    fleet = _fleet(uri)
+    assert fleet.robots() == {"alpha": 1} and fleet.damaged_robots() == {}
+    assert _lines(fleet.temporal_query(robot="alpha"))
+    if where == "dir":
+        assert (tmp_path / "fleet/robots/alpha/.push.lock").is_file()
+        assert build_replica(uri, tmp_path / "replica").robots == {"alpha": 1}
+    assert sorted(str(p.relative_to(directory)) for p in directory.rglob("*")) == memory_files
+    monkeypatch.undo()
+    assert push_memory(directory, uri, robot.name).nothing_changed  # the lock is free again
+
+
+def test_a_push_whose_lock_cannot_be_made_says_so_in_one_line(
+    robots: dict[str, tuple[Robot, Path]], tmp_path: Path, s3: dict[str, object]
+) -> None:
+    """On a disk, the robot's folder at the fleet must take the lock file; on an object
+    store, the memory must be a directory to lock."""
+    robot, directory = robots["alpha"]
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    (fleet / "fleet.json").write_text('{"format": "emem-graph-fleet", "version": 1}')
+    (fleet / "robots").write_text("a file where the robots' folders belong")
     with pytest.raises(FleetStorageError, match="push lock") as caught:
-        push_memory(directory, str(tmp_path / "fleet"), robot.name)
+        push_memory(directory, str(fleet), robot.name)
     assert "\n" not in str(caught.value)
-    assert not (tmp_path / "fleet").exists()
+    assert (fleet / "robots").read_text() == "a file where the robots' folders belong"
+    with pytest.raises(InvalidInputError, match="is no directory") as refused:
+        push_memory(tmp_path / "no-memory", f"s3://{BUCKET}/nodir", robot.name)
+    assert "\n" not in str(refused.value)
+    assert not _objects(s3, "nodir/robots/")
 
 
 def test_cli_errors_are_one_line(robots: dict[str, tuple[Robot, Path]], tmp_path: Path) -> None:
@@ -1027,19 +1102,29 @@ def test_fleet_serve_offers_the_fleet_tools_over_mcp_stdio(
         keep_alive=False,
     )
 
-    async def ask() -> tuple[list[str], str, bool]:
+    hostile = [
+        ("spatial_query", {"x": 1e12, "y": 0.0}, "argument 'x'"),
+        ("semantic_search", {"query": "toolbox", "n_results": 1e18}, "argument 'n_results'"),
+        ("temporal_query", {"robot": ["alpha"] * 200_000}, "MAX_TOOL_LIST_ITEMS"),
+        ("locate", {"concept": "x", "bogus": 1}, "bogus"),
+    ]
+
+    async def ask() -> tuple[list[str], str, list[tuple[bool, str]]]:
         async with Client(transport, timeout=60) as client:
             tools = [tool.name for tool in await client.list_tools()]
             answer = await client.call_tool("entity_query", {"name": "toolbox"})
-            refused = await client.call_tool(
-                "locate", {"concept": "x", "bogus": 1}, raise_on_error=False
-            )
-            return tools, answer.content[0].text, refused.is_error
+            refused = []
+            for tool, arguments, _ in hostile:
+                result = await client.call_tool(tool, arguments, raise_on_error=False)
+                refused.append((result.is_error, result.content[0].text))
+            return tools, answer.content[0].text, refused
 
     tools, answer, refused = asyncio.run(ask())
     assert sorted(tools) == sorted(FLEET_TOOLS)
     assert answer.startswith("1. [robots alpha, bravo] [entity/object]")
-    assert refused
+    for (is_error, text), (tool, _, expected) in zip(refused, hostile, strict=True):
+        assert is_error and text.startswith(f"Error: {tool}: ") and "\n" not in text, text
+        assert expected in text, text
 
 
 def test_compact_indexes_a_large_shared_table_and_searches_answer_as_a_scan(

@@ -366,3 +366,111 @@ def test_a_sound_manifest_reads_as_its_push_and_frame(site: Path) -> None:
     assert (manifest.push, manifest.frame.as_list()) == (0, [1.0, -2.0, 0.5])
     assert read_manifest(where, "nobody") is None
     assert _fleet(site).robots() == {"alpha": 1, "bravo": 1}  # push 0: nothing committed
+
+
+# --- the tool door ------------------------------------------------------------------------------
+
+
+class _CountingEmbedder(HashingEmbedder):
+    """A HashingEmbedder that counts the texts it embeds."""
+
+    def __init__(self) -> None:
+        super().__init__(384)
+        self.texts = 0
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        self.texts += len(texts)
+        return super().embed(texts)
+
+
+def _nested(depth: int) -> list[object]:
+    value: list[object] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+HOSTILE_CALLS = {
+    "deeply nested JSON text": (
+        "semantic_search",
+        '{"query": "toolbox", "robot": ' + "[" * 5_000 + "]" * 5_000 + "}",
+        "MAX_JSON_DEPTH",
+    ),
+    "a deeply nested value": (
+        "semantic_search",
+        {"query": "toolbox", "robot": _nested(5_000)},
+        "MAX_JSON_DEPTH",
+    ),
+    "n_results 1e18": ("semantic_search", {"query": "toolbox", "n_results": 1e18}, "n_results"),
+    "n_results 10**30": ("locate", {"concept": "toolbox", "n_results": 10**30}, "n_results"),
+    "a 6 MB query": ("semantic_search", {"query": "toolbox " * 750_000}, "'query' has"),
+    "a 6 MB query as JSON text": (
+        "recall",
+        json.dumps({"query": "toolbox " * 750_000}),
+        "over the limit",
+    ),
+    "x 1e12": ("spatial_query", {"x": 1e12, "y": 0.5}, "argument 'x'"),
+    "near_x 1e12": (
+        "temporal_query",
+        {"near_x": 1e12, "near_y": 0, "spatial_radius": 1},
+        "argument 'near_x'",
+    ),
+    "n_results 1e12": ("temporal_query", {"n_results": 1e12}, "n_results"),
+    "a 5 MB name": ("entity_query", {"name": "x" * 5_000_000}, "'name' has"),
+    "a 5 MB robot name": ("temporal_query", {"robot": "x" * 5_000_000}, "'robot' has"),
+    "a robot name past 64 characters": ("temporal_query", {"robot": "a" * 65}, "at most 64"),
+    "200,000 robots": ("temporal_query", {"robot": ["alpha"] * 200_000}, "MAX_TOOL_LIST_ITEMS"),
+    "a robot name of 5 MB in a list": (
+        "temporal_query",
+        {"robot": ["alpha", "x" * 5_000_000]},
+        "at most 64",
+    ),
+    "a list with no robot's name": (
+        "semantic_search",
+        {"query": "toolbox", "robot": ["alpha", "../bravo"]},
+        "robot name '../bravo'",
+    ),
+    "a robot that is a number": ("temporal_query", {"robot": 7}, "argument 'robot'"),
+    "a one-memory parameter": (
+        "semantic_search",
+        {"query": "toolbox", "scope": "global"},
+        "unknown argument 'scope'",
+    ),
+    "a time that is no time": ("temporal_query", {"time_after": "garbage"}, "cannot parse"),
+    "arguments that are a list": ("temporal_query", "[1, 2]", "must be an object"),
+    "a tool name of 5 MB": ("x" * 5_000_000, {}, "unknown tool"),
+}
+"""A hostile fleet tool call: the tool, its arguments, and what the one error line says."""
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE_CALLS))
+def test_a_hostile_fleet_tool_call_is_one_error_line_before_any_work(site: Path, kind: str) -> None:
+    """The fleet's tools are checked by a memory's own dispatcher against the fleet's schemas:
+    every size, depth, type and bound a memory's door refuses, the fleet refuses in one short
+    ``Error:`` line, before any embedding; and ``robot`` (a name or a list of names) is
+    bounded in length and count, and must be a robot's name."""
+    tool, arguments, expected = HOSTILE_CALLS[kind]
+    embedder = _CountingEmbedder()
+    fleet = FleetMemory(str(site / "fleet"), embedding_provider=embedder)
+    answer = fleet.dispatch_tool_call(tool, arguments)
+    assert answer.startswith("Error: ") and "\n" not in answer, answer[:300]
+    assert len(answer) < 600 and expected in answer, answer[:300]
+    assert embedder.texts == 0
+
+
+def test_the_fleet_door_takes_what_a_memorys_takes_and_gives_the_tools_its_types(
+    site: Path,
+) -> None:
+    """Sound calls pass the same door: a list of robots, a count given as 2.0, a time as
+    text or a number; the tools receive the schema's types."""
+    fleet = _fleet(site)
+    answer = fleet.dispatch_tool_call(
+        "semantic_search", {"query": "red toolbox", "robot": ["alpha", "bravo"], "n_results": 2.0}
+    )
+    assert _robots_answering(answer) == {"alpha", "bravo"}
+    assert len(answer.splitlines()) == 2
+    answer = fleet.dispatch_tool_call("temporal_query", '{"robot": "charlie", "time_after": 5}')
+    assert _robots_answering(answer) == {"charlie"}
+    robot = fleet.get_tool_definitions()[0]["function"]["parameters"]["properties"]["robot"]
+    assert robot["type"] == ["string", "array"]
+    assert (robot["maxLength"], robot["items"]["maxLength"], robot["maxItems"]) == (64, 64, 100)

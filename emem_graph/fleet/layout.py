@@ -7,6 +7,7 @@
     robots/<robot>/graph/<push>/<T>.parquet the rows of graph table T new or changed in a push
     robots/<robot>/graph/<push>/_removed.parquet   (table, key) of rows gone since the push before
     robots/<robot>/graph/<push>/_index.json        the table files of the push
+    robots/<robot>/.push.lock               on a disk: the lock a push of the robot holds
 
 push.py writes these files; every reader (a push reading its robot's last one, FleetMemory,
 the replica) reads them through the functions here, which check that a file has the shape
@@ -35,7 +36,11 @@ MANIFEST = "manifest.json"
 INDEX = "_index.json"
 """Names the table files of a push (in its graph folder)."""
 REMOVED = "_removed.parquet"
-ROBOT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+PUSH_LOCK = ".push.lock"
+"""The file a push of the robot locks, in its folder (a fleet on a disk: push.push_lock); no
+reader lists a robot's folder, and nothing deletes it."""
+MAX_ROBOT_CHARS = 64
+ROBOT_RE = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_.-]{{0,{MAX_ROBOT_CHARS - 1}}}")
 """A robot's name, matched whole (``fullmatch``: ``$`` would let a final newline through)."""
 TABLE_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 """A graph table's name, as an index lists it (its file is ``<name>.parquet``), matched whole."""
@@ -63,8 +68,8 @@ def check_robot(robot: str) -> str:
     """
     if not isinstance(robot, str) or not ROBOT_RE.fullmatch(robot):
         raise InvalidInputError(
-            f"robot name {robot!r}: use 1-64 letters, digits, '_', '.' or '-', starting with a "
-            "letter or digit"
+            f"robot name {robot!r}: use 1-{MAX_ROBOT_CHARS} letters, digits, '_', '.' or '-', "
+            "starting with a letter or digit"
         )
     return robot
 
@@ -72,6 +77,11 @@ def check_robot(robot: str) -> str:
 def robot_prefix(robot: str) -> str:
     """The robot's folder under the fleet's root."""
     return f"robots/{robot}"
+
+
+def push_lock_path(robot: str) -> str:
+    """The file a push of the robot locks at a fleet on a disk."""
+    return f"{robot_prefix(robot)}/{PUSH_LOCK}"
 
 
 def manifest_path(robot: str) -> str:

@@ -28,8 +28,9 @@ from emem_graph.fleet.layout import Manifest, check_robot, read_committed
 from emem_graph.fleet.location import FleetLocation
 from emem_graph.fleet.push import MARKER as FLEET_MARKER
 from emem_graph.fleet.shared_table import SharedTable, sql_in, sql_text
-from emem_graph.fleet.tools import dispatch, fleet_tool_definitions
+from emem_graph.fleet.tools import FLEET_DOOR, fleet_tool_definitions
 from emem_graph.models import Entity, Gist, Observation
+from emem_graph.retrieval.dispatch import dispatch_tool_call
 from emem_graph.retrieval.formatting import format_record, numbered
 from emem_graph.retrieval.locate import estimate_location
 from emem_graph.retrieval.timeparse import parse_optional_time, parse_time_window
@@ -421,8 +422,11 @@ class FleetMemory:
         self, tool_name: str, arguments: dict[str, Any] | str | None = None
     ) -> str:
         """Run a fleet tool by name with a dict or JSON string of arguments; its text, or one
-        line ``Error: ...``. Never raises."""
-        return dispatch(self, tool_name, arguments)
+        line ``Error: ...``. Never raises. The arguments are checked as a memory's are, by the
+        same code (retrieval/dispatch.py) against the fleet's schemas (fleet/tools.py): sizes,
+        nesting, types and bounds, and at most MAX_TOOL_LIST_ITEMS robots of at most
+        MAX_ROBOT_CHARS characters each (each a robot's name, as check_robot says)."""
+        return dispatch_tool_call(self, tool_name, arguments, FLEET_DOOR)
 
     # --- reading the shared table -------------------------------------------------------
 

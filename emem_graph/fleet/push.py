@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
-import tempfile
+import os
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from emem_graph.fleet.layout import (
     check_robot,
     graph_folder,
     manifest_path,
+    push_lock_path,
     pushed_tables,
     read_manifest,
     read_removed,
@@ -117,8 +117,10 @@ def push_memory(
     started = time.monotonic()
     check_robot(robot)
     where = location if isinstance(location, FleetLocation) else FleetLocation(location)
-    with push_lock(where, robot):
-        _claim_root(where)
+    # The root is claimed first: on a disk a robot's lock file is no fleet's first file, so
+    # robots pushing their first push at once all find the marker, or an empty root.
+    _claim_root(where)
+    with push_lock(where, robot, directory):
         try:
             return _push(directory, where, robot, frame, started)
         except DamagedFleetFileError as exc:
@@ -129,40 +131,79 @@ def push_memory(
 
 
 @contextlib.contextmanager
-def push_lock(where: FleetLocation, robot: str) -> Iterator[None]:
-    """Hold this host's lock on pushing ``robot`` to ``where``: a second push of the same
-    robot to the same fleet from this host (a cron job beside a manual push) is refused at
-    once instead of deleting the first one's uncommitted rows as a cut push's. An advisory
-    lock on a file in the temporary directory (the memory is opened read-only and the fleet
-    location offers no lock); the kernel releases it when the process ends, killed or not.
-    Two hosts pushing one robot name is a misconfiguration this cannot see: a robot's name
-    must be its own.
+def push_lock(where: FleetLocation, robot: str, directory: str | Path) -> Iterator[None]:
+    """Hold the lock on pushing ``robot``'s memory ``directory`` to ``where``: a second push
+    of the same robot (a cron job beside a manual push) is refused at once instead of
+    deleting the first one's uncommitted rows as a cut push's.
+
+    The lock lies beside the data it guards, so that no setting of a push's environment
+    (TMPDIR, HOME, XDG_*) nor its user can split it:
+
+    - a fleet on a disk: the file ``robots/<robot>/.push.lock`` in the robot's folder at the
+      fleet (layout.push_lock_path). Every push of that robot to that fleet meets it, from
+      other hosts too where the file system shares locks between hosts (NFS does). No reader
+      lists a robot's folder, and the file stays: deleting it would let a push still waiting
+      on it and one on a new file run at once.
+    - a fleet in an object store, which offers no lock: the memory directory itself, locked
+      without a file in it. The memory stays unchanged (a push only reads it; it may lie on
+      read-only media, where no file can be made), and every push of that memory meets the
+      lock, whoever runs it. The price: one memory pushes to object stores one push at a
+      time, also to two fleets or under two names. A per-user lock file instead would hang
+      on HOME and miss a push by another user (a cron job running as root).
+
+    An advisory lock (flock) that the kernel releases when the process ends, killed or not.
+    Two hosts pushing one robot name to an object store is a misconfiguration this cannot
+    see: a robot's name must be its own.
 
     Raises:
-        InvalidInputError: another push of the robot to this fleet is running on this host.
-        FleetStorageError: the lock file cannot be opened (the temporary directory).
+        InvalidInputError: another push holds the lock; for an object store, ``directory``
+            is no directory.
+        FleetStorageError: the lock cannot be made or taken (the robot's folder at a disk
+            fleet cannot be written; a file system that cannot lock a directory, as NFS).
     """
-    digest = hashlib.sha256(f"{where}\0{robot}".encode()).hexdigest()[:24]
-    path = Path(tempfile.gettempdir()) / f"emem-graph-push-{digest}.lock"
-    try:
-        handle = open(path, "a+")  # noqa: SIM115 (closed below, after the lock's release)
-    except OSError as exc:
-        raise FleetStorageError(
-            f"cannot open the push lock {path} ({exc.strerror or exc}); set TMPDIR to a "
-            "writable directory"
-        ) from exc
-    with handle:
+    if where.is_s3:
+        target = Path(directory)
+        what = f"the memory directory {target}"
+        busy = (
+            f"another push of the memory in {target} to an object-store fleet is running; "
+            "wait for it to end (pushes of one memory to object stores run one at a time)"
+        )
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            fd = os.open(target, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except (FileNotFoundError, NotADirectoryError):
             raise InvalidInputError(
-                f"another push of robot {robot!r} to {where} is running on this host; "
-                "wait for it to end (pushes of one robot run one at a time)"
+                f"{target} is no directory: give the directory of the robot's memory"
             ) from None
+        except OSError as exc:
+            raise FleetStorageError(f"cannot open {what} ({exc.strerror or exc})") from None
+    else:
+        target = Path(where.root) / push_lock_path(robot)
+        what = f"the push lock {target}"
+        busy = (
+            f"another push of robot {robot!r} to {where} is running; wait for it to end "
+            "(pushes of one robot run one at a time)"
+        )
         try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise FleetStorageError(
+                f"cannot open {what} ({exc.strerror or exc}); the fleet's folder must be "
+                "writable by the push"
+            ) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InvalidInputError(busy) from None
+        except OSError as exc:
+            raise FleetStorageError(
+                f"cannot lock {what} ({exc.strerror or exc}); pushes need a file system "
+                "that locks (a local disk)"
+            ) from None
+        yield
+    finally:
+        os.close(fd)  # the lock goes with its descriptor
 
 
 def _push(

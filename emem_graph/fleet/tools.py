@@ -1,16 +1,18 @@
-"""The fleet's tool definitions and dispatcher: the seven retrieval tools a fleet answers, each
-with one memory's definition (retrieval/schemas.py) less the parameters only one memory has,
-plus ``robot``; dispatch turns every failure into one ``Error: ...`` line, as a memory's does."""
+"""The fleet's tools: the seven retrieval tools a fleet answers, each with one memory's schema
+(retrieval/schemas.py) less the parameters only one memory has, plus ``robot``. They are
+registered as the door ``fleet`` (schemas.register_door), so a dispatched call is checked by
+the same code, with the same bounds, as a memory's (retrieval/dispatch.py), and every failure
+is one ``Error: ...`` line."""
 
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
-from emem_graph.errors import EmemGraphError
-from emem_graph.retrieval.schemas import tool_definitions
+from emem_graph.fleet.layout import MAX_ROBOT_CHARS
+from emem_graph.retrieval.schemas import door_schemas, register_door, tool_schema
 
+FLEET_DOOR = "fleet"
 FLEET_TOOLS = (
     "semantic_search",
     "spatial_query",
@@ -23,51 +25,45 @@ FLEET_TOOLS = (
 ONE_MEMORY_ONLY = ("include_body_state", "at_time", "scope")
 """Parameters of a memory's tools that a fleet does not answer."""
 ROBOT = {
-    "type": "string",
-    "description": "Only this robot's memories (its name in the fleet); every robot's when "
-    "left out. Every answer line names its robot.",
+    "type": ["string", "array"],
+    "items": {"type": "string", "maxLength": MAX_ROBOT_CHARS},
+    "maxLength": MAX_ROBOT_CHARS,
+    "description": "Only this robot's memories (its name in the fleet), or only these robots' "
+    "(a list of names); every robot's when left out. Every answer line names its robot.",
 }
+"""How many robots a list may name is the bound every list argument has (limits.py); each
+name must also be a robot's name (layout.check_robot), checked when the fleet reads it."""
 FLEET_NOTE = (
     " Fleet: asks every robot's pushed memory (positions in the fleet frame); each line starts "
     "with [robot NAME]."
 )
 
 
-def fleet_tool_definitions() -> list[dict[str, Any]]:
-    """The fleet's tools in OpenAI function-calling form."""
-    definitions = []
-    for definition in tool_definitions():
-        function = definition["function"]
-        if function["name"] not in FLEET_TOOLS:
+def _fleet_schemas() -> dict[str, dict[str, Any]]:
+    """One memory's schemas of FLEET_TOOLS (in a memory's order), less ONE_MEMORY_ONLY, plus
+    ``robot``; tool_schema bounds each parameter as a memory's are."""
+    schemas = {}
+    for name, memory in door_schemas().items():
+        if name not in FLEET_TOOLS:
             continue
-        function = copy.deepcopy(function)
-        properties = function["parameters"]["properties"]
-        for name in ONE_MEMORY_ONLY:
-            properties.pop(name, None)
-        properties["robot"] = dict(ROBOT)
-        function["description"] += FLEET_NOTE
-        definitions.append({"type": "function", "function": function})
-    return definitions
+        parameters = memory["parameters"]
+        properties = {
+            key: copy.deepcopy(spec)
+            for key, spec in parameters["properties"].items()
+            if key not in ONE_MEMORY_ONLY
+        }
+        properties["robot"] = copy.deepcopy(ROBOT)
+        required = [key for key in parameters["required"] if key in properties]
+        schemas[name] = tool_schema(name, memory["description"] + FLEET_NOTE, properties, required)
+    return schemas
 
 
-def dispatch(fleet: object, tool_name: str, arguments: dict[str, Any] | str | None) -> str:
-    """Run the tool method ``tool_name`` of ``fleet`` (a FleetMemory); its text, or one line
-    ``Error: ...``. Never raises."""
-    try:
-        if isinstance(arguments, str):
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        arguments = dict(arguments or {})
-        if tool_name not in FLEET_TOOLS:
-            return f"Error: unknown tool {tool_name!r}; available: {', '.join(FLEET_TOOLS)}"
-        known = next(
-            d["function"]["parameters"]["properties"]
-            for d in fleet_tool_definitions()
-            if d["function"]["name"] == tool_name
-        )
-        unknown = sorted(set(arguments) - set(known))
-        if unknown:
-            return f"Error: {tool_name}: unknown argument(s) {', '.join(unknown)}"
-        given = {key: value for key, value in arguments.items() if value is not None}
-        return str(getattr(fleet, tool_name)(**given))
-    except (EmemGraphError, ValueError, TypeError) as exc:
-        return "Error: " + " ".join(str(exc).split())
+register_door(FLEET_DOOR, _fleet_schemas())
+
+
+def fleet_tool_definitions() -> list[dict[str, Any]]:
+    """The fleet's tools in OpenAI function-calling form (deep copies, safe to modify)."""
+    return [
+        {"type": "function", "function": copy.deepcopy(schema)}
+        for schema in door_schemas(FLEET_DOOR).values()
+    ]

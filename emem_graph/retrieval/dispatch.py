@@ -3,7 +3,8 @@ dispatcher planners use.
 
 ``@tool_method`` wraps each tool method so that a Python call and a dispatched call go through
 the same schema-generated validation (same messages) and flush the memory first.
-``dispatch_tool_call`` turns every failure into a one-line ``Error: ...`` string.
+``dispatch_tool_call`` turns every failure into a one-line ``Error: ...`` string; it serves a
+memory's tools and any other door's (the fleet's, schemas.register_door) with the same checks.
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 from emem_graph.errors import EmemGraphError
 from emem_graph.gate import gate_of
 from emem_graph.limits import load_json
-from emem_graph.retrieval.schemas import ALL_SCHEMAS, ToolArgumentError, validate_arguments
+from emem_graph.retrieval.schemas import (
+    ALL_SCHEMAS,
+    MEMORY_DOOR,
+    ToolArgumentError,
+    door_schemas,
+    validate_arguments,
+)
 
 log = logging.getLogger(__name__)
 
@@ -90,22 +97,28 @@ def _check_signature(name: str, parameters: list[inspect.Parameter]) -> None:
             )
 
 
-def dispatch_tool_call(owner: object, tool_name: Any, arguments: Any = None) -> str:
+def dispatch_tool_call(
+    owner: object, tool_name: Any, arguments: Any = None, door: str = MEMORY_DOOR
+) -> str:
     """Call ``owner``'s tool ``tool_name`` with ``arguments`` and return its text.
 
     Args:
         owner: the object holding the tool methods.
         tool_name: one of the tools (or planner actions).
         arguments: a dict, a JSON object string (as function-calling APIs deliver it), or None.
+        door: whose tools ``owner`` holds: a memory's, or another door's (the fleet's); the
+            arguments are checked against that door's schemas, and the method is called with
+            the values they validate to.
 
     Returns:
         The tool's output, or one line ``Error: ...`` naming the problem (unknown tool, unknown
         or mistyped argument, unparseable time, bad value, failing backend). Never raises.
     """
     try:
-        if not isinstance(tool_name, str) or tool_name not in ALL_SCHEMAS:
+        schemas = door_schemas(door)
+        if not isinstance(tool_name, str) or tool_name not in schemas:
             shown = reprlib.repr(tool_name)  # bounded: a tool name may be any size
-            return _error(f"unknown tool {shown}; available: {', '.join(ALL_SCHEMAS)}")
+            return _error(f"unknown tool {shown}; available: {', '.join(schemas)}")
         if arguments is None:
             arguments = {}
         if isinstance(arguments, str):
@@ -122,15 +135,14 @@ def dispatch_tool_call(owner: object, tool_name: Any, arguments: Any = None) -> 
             )
         if any(not isinstance(key, str) for key in arguments):
             return _error(f"{tool_name}: argument names must be strings")
-        validate_arguments(tool_name, arguments)  # names 'self' or other odd keys cleanly
+        # Names 'self' or other odd keys cleanly; the values are the schema's types (1.0
+        # given for a count is 1), every parameter filled in.
+        values = validate_arguments(tool_name, arguments, door)
         # A RetrievalTools also serves the capabilities' attached tools through .tool().
         lookup = getattr(owner, "tool", None)
         method = lookup(tool_name) if callable(lookup) else getattr(owner, tool_name)
-        # None means "not given" (validate_arguments): left out, so a name that is no
-        # parameter ({"self": null}) cannot reach the call either.
-        result: str = method(
-            **{key: value for key, value in arguments.items() if value is not None}
-        )
+        # None means "not given" (validate_arguments): left out.
+        result: str = method(**{key: value for key, value in values.items() if value is not None})
         return result
     except (EmemGraphError, ValueError) as exc:
         return _error(str(exc))

@@ -3,7 +3,9 @@
 TOOL_SCHEMAS is the single source of truth: get_tool_definitions() returns it as is, and the
 pydantic model that validates a tool's arguments (for dispatch and for the Python methods
 alike) is generated from the same dict, so a parameter, type, default or bound cannot differ
-between what a model is told and what is accepted. The other spellings of a tool are checked
+between what a model is told and what is accepted. Another set of tools made from these
+schemas (the fleet's) is registered as a door of its own (register_door) and validated by the
+same code, with the same rules and bounds. The other spellings of a tool are checked
 against it: the method running the tool when its module is imported (dispatch.tool_method), the
 facade method and the ROS ``.srv`` request by tests/test_tool_definitions.py. The search filters
 a tool takes are described once here (_filters), named once in emem_graph/filters.py.
@@ -366,6 +368,10 @@ CORE_TOOLS: tuple[str, ...] = tuple(TOOL_SCHEMAS)
 
 ALL_SCHEMAS: dict[str, dict[str, Any]] = {**TOOL_SCHEMAS, **ACTION_SCHEMAS}
 
+MEMORY_DOOR = "memory"
+"""The door of one memory's tools and actions (ALL_SCHEMAS)."""
+_DOORS: dict[str, dict[str, dict[str, Any]]] = {MEMORY_DOOR: ALL_SCHEMAS}
+
 # Public helpers for the capabilities' schema modules (spatial, areas, profile), so their
 # parameters read like the core tools'.
 tool_schema = _tool
@@ -396,6 +402,25 @@ def register_tool_schemas(schemas: dict[str, dict[str, Any]]) -> None:
     arguments_model.cache_clear()
 
 
+def register_door(door: str, schemas: dict[str, dict[str, Any]]) -> None:
+    """Serve ``schemas`` (tool name -> schema, each made with ``tool_schema`` so that every
+    parameter carries its bound) as the tools of ``door``: validate_arguments and
+    dispatch.dispatch_tool_call given ``door`` check calls against them with the same code,
+    rules and bounds as a memory's. Called once, at import, by the module that owns them.
+
+    Raises:
+        ValueError: the door is registered already.
+    """
+    if door in _DOORS:
+        raise ValueError(f"tool door {door!r} is registered already")
+    _DOORS[door] = schemas
+
+
+def door_schemas(door: str = MEMORY_DOOR) -> dict[str, dict[str, Any]]:
+    """The schemas of the tools ``door`` serves, by name (not a copy: do not modify)."""
+    return _DOORS[door]
+
+
 class ToolArgumentError(InvalidInputError):
     """A tool was called with an unknown, missing or mistyped argument."""
 
@@ -419,6 +444,15 @@ def _field_type(spec: dict[str, Any]) -> Any:
         return Literal[tuple(spec["enum"])]
     if kind == ["string", "number"]:
         return Annotated[str | float, BeforeValidator(_no_bool)]
+    if kind == ["string", "array"]:
+        # One name or several (the fleet's robot): each form keeps its own bounds.
+        return (
+            Annotated[str, Field(max_length=spec.get("maxLength"))]
+            | Annotated[
+                list[Annotated[str, Field(max_length=spec["items"].get("maxLength"))]],
+                Field(max_length=spec.get("maxItems")),
+            ]
+        )
     scalar = {"string": str, "integer": int, "number": float, "boolean": bool}
     if kind in ("integer", "number"):
         return Annotated[scalar[kind], BeforeValidator(_no_bool)]
@@ -443,7 +477,8 @@ def _field(spec: dict[str, Any], required: bool) -> tuple[Any, Any]:
         if keyword in spec:
             constraints[argument] = spec[keyword]
     if isinstance(spec["type"], list):
-        # A time (text or number): its text length is checked by limits.check_tool_arguments.
+        # A time (text or number): its text length is checked by limits.check_tool_arguments;
+        # text or a list: each form carries its bound in its type (_field_type).
         constraints.pop("max_length", None)
     annotation = _field_type(spec)
     if required:
@@ -454,9 +489,9 @@ def _field(spec: dict[str, Any], required: bool) -> tuple[Any, Any]:
 
 
 @functools.cache
-def arguments_model(tool: str) -> type[BaseModel]:
-    """The pydantic model of ``tool``'s arguments, generated from its schema."""
-    parameters = ALL_SCHEMAS[tool]["parameters"]
+def arguments_model(tool: str, door: str = MEMORY_DOOR) -> type[BaseModel]:
+    """The pydantic model of ``tool``'s arguments at ``door``, generated from its schema."""
+    parameters = _DOORS[door][tool]["parameters"]
     required = set(parameters["required"])
     fields: dict[str, Any] = {
         name: _field(spec, name in required) for name, spec in parameters["properties"].items()
@@ -465,16 +500,21 @@ def arguments_model(tool: str) -> type[BaseModel]:
     return create_model(f"{tool}_arguments", __config__=config, **fields)
 
 
-def validate_arguments(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Check ``arguments`` against the tool's schema; returns every parameter's value (given or
-    default). A None value means "not given".
+def validate_arguments(
+    tool: str, arguments: dict[str, Any], door: str = MEMORY_DOOR
+) -> dict[str, Any]:
+    """Check ``arguments`` against the schema of ``tool`` at ``door`` (a memory's tools, or
+    another door's: register_door); returns every parameter's value (given or default). A
+    None value means "not given".
 
     Raises:
         ToolArgumentError: unknown tool, unknown or missing argument, wrong type or bound; the
             message names the tool and the argument.
     """
-    if tool not in ALL_SCHEMAS:
-        raise ToolArgumentError(f"unknown tool {tool!r}; available: {', '.join(ALL_SCHEMAS)}")
+    schemas = _DOORS[door]
+    if tool not in schemas:
+        shown = reprlib.repr(tool)  # bounded: a tool name may be any size
+        raise ToolArgumentError(f"unknown tool {shown}; available: {', '.join(schemas)}")
     try:
         # Sizes first (limits.py): an oversized or deeply nested value is refused before the
         # model (or a repr of it in a message) walks it.
@@ -482,16 +522,16 @@ def validate_arguments(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     except InvalidInputError as exc:
         raise ToolArgumentError(str(exc)) from None
     given = {key: value for key, value in arguments.items() if value is not None}
-    key = _validated_key(tool, given)
+    key = _validated_key(door, tool, given)
     if key is not None:
         known = _VALIDATED.get(key)
         if known is not None:
             return dict(known)
-    model = arguments_model(tool)
+    model = arguments_model(tool, door)
     try:
         values = dict(model.model_validate(given))
     except ValidationError as exc:
-        raise ToolArgumentError(_describe(tool, exc)) from None
+        raise ToolArgumentError(_describe(tool, exc, door)) from None
     if key is not None:
         if len(_VALIDATED) >= VALIDATED_MAX:
             _VALIDATED.clear()
@@ -507,11 +547,11 @@ _KEYED_TYPES = (str, int, float, bool)
 _KEYED_CHARS = 256
 
 
-def _validated_key(tool: str, given: dict[str, Any]) -> tuple[Any, ...] | None:
-    """The cache key of an argument set: each value with its exact type (True, 1 and 1.0
-    validate differently but are equal as keys), or None when a value is not a plain scalar
-    or is a long string (those are validated every time)."""
-    parts: list[Any] = [tool]
+def _validated_key(door: str, tool: str, given: dict[str, Any]) -> tuple[Any, ...] | None:
+    """The cache key of an argument set: the door and tool, each value with its exact type
+    (True, 1 and 1.0 validate differently but are equal as keys), or None when a value is not
+    a plain scalar or is a long string (those are validated every time)."""
+    parts: list[Any] = [door, tool]
     for name, value in sorted(given.items()):
         kind = type(value)
         if kind not in _KEYED_TYPES or (kind is str and len(value) > _KEYED_CHARS):
@@ -530,8 +570,8 @@ _SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = 4
 """Shows a rejected value in a message: bounded in size and depth (never a RecursionError)."""
 
 
-def _describe(tool: str, exc: ValidationError) -> str:
-    accepted = ", ".join(ALL_SCHEMAS[tool]["parameters"]["properties"]) or "none"
+def _describe(tool: str, exc: ValidationError, door: str = MEMORY_DOOR) -> str:
+    accepted = ", ".join(_DOORS[door][tool]["parameters"]["properties"]) or "none"
     problems = []
     for error in exc.errors():
         where = str(error["loc"][0]) if error["loc"] else "arguments"
