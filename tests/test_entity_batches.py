@@ -1,6 +1,6 @@
 """Entity writes in batches: the entities, stays, sighting edges and co-occurrences
-of an extraction batch are written with one statement per kind of change (LOAD FROM an Arrow
-table) instead of one statement per row. The graph they leave must be the one the
+of an extraction batch are written with one statement per kind of change (``UNWIND $rows``
+over the batch's rows) instead of one statement per row. The graph they leave must be the one the
 statements per row leave: the same patrol written both ways, with the same ids, gives the same
 entities, stays, sighting edges and co-occurrence counts."""
 

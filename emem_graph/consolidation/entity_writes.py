@@ -1,5 +1,6 @@
 """How EntityResolver's changes are written: one GraphChange per batch, with statements per
-row or one statement over an Arrow table, whichever the batch is worth (ROWS_PER_SCAN)."""
+row or one ``UNWIND $rows`` statement over the batch, whichever the batch is worth
+(ROWS_PER_SCAN)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ if TYPE_CHECKING:
 
 ROWS_PER_SCAN = 1 / 64
 """Rows of a batch worth one scan of the table its statement joins: a batched statement
-(LOAD FROM, one statement for every row) matches its rows by a scan and hash join over the
-Entity or Position table (~3 us a table row), where one statement per row looks each up by
+(``UNWIND $rows``, one statement for every row) matches its rows by a scan and hash join over
+the Entity or Position table (~3 us a table row), where one statement per row looks each up by
 primary key (~0.3-0.5 ms a row, most of it the call). Measured on Kuzu 0.11.3."""
 ENTITY_ARROW = pa.schema(
     [
@@ -193,9 +194,11 @@ def batched(
     *,
     joined: int = 0,
 ) -> None:
-    """Add ``query`` for ``rows``: once per row (its primary-key form), or as one statement
-    over an Arrow table (its batch form, ``batch``) when the batch is worth a
-    scan of the ``joined`` rows of the table it matches (ROWS_PER_SCAN; 0: no join)."""
+    """Add ``query`` for ``rows``: once per row (its primary-key form), or as one ``UNWIND
+    $rows`` statement (its batch form, ``batch``; the rows are built as an Arrow table of
+    ``schema`` and reach the engine as a list, storage/graph.py: rows_as_list) when the batch
+    is worth a scan of the ``joined`` rows of the table it matches (ROWS_PER_SCAN; 0: no
+    join)."""
     if not rows:
         return
     if len(rows) < joined * ROWS_PER_SCAN:

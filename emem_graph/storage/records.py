@@ -70,11 +70,11 @@ def entity_params(e: Entity) -> dict[str, Any]:
 def journal_table(
     ids: Sequence[str], kind: str, vectors: Sequence[np.ndarray] | np.ndarray
 ) -> pa.Table:
-    """VectorSync rows as Arrow (id, kind, op, vector), for LOAD FROM or COPY.
+    """VectorSync rows as Arrow (id, kind, op, vector), for the store's journal.
 
-    Vectors go to Kuzu as Arrow lists: handed over as Python lists inside UNWIND rows they took
-    5.3 s for 1,000 rows of 384 floats (the conversion grows faster than the row count), as
-    Arrow 0.16 s.
+    The graph gets the id, kind and op (queries/journal_vectors.cypher through ``UNWIND``, or
+    COPY for a bulk batch); the vectors never reach the engine: they wait in the pending-vector
+    files (storage/pending.py) until LanceDB holds them.
     """
     flat = np.asarray(vectors, dtype=np.float32).reshape(len(ids), -1)
     if flat.shape[0] != len(ids):
