@@ -167,11 +167,16 @@ _HOLDER = textwrap.dedent(
     from emem_graph import HashingEmbedder, MemoryConfig, SpatioTemporalMemory
     mem = SpatioTemporalMemory(
         config=MemoryConfig(db_path=sys.argv[1], embedding_dim=int(sys.argv[2]),
-                            maintenance_interval=None),
+                            maintenance_interval=None, entity_extraction=False),
         embedding_provider=HashingEmbedder(int(sys.argv[2])),
     )
     mem.add("a blue mug on the shelf", x=3.0, y=4.0)
     mem.flush()  # in the log, not yet in the file
+    # No timed work (maintenance, extraction); the open queues the killed memory's unfinished
+    # episodes on the worker (one job at a time, in order): once a job queued after them has
+    # run, the holder writes nothing more while it holds the memory.
+    mem.consolidation.worker.submit("settled", lambda: None).result()
+    mem.flush()
     print("HOLDING", flush=True)
     sys.stdin.readline()
     mem.close()
