@@ -10,7 +10,6 @@ status 2, never a traceback. close() racing other calls: tests/reliability/test_
 from __future__ import annotations
 
 import json
-import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -114,15 +113,13 @@ def test_a_12_mb_query_is_refused_before_it_is_embedded(memory: SpatioTemporalMe
     for tool in ("semantic_search", "recall", "locate", "search_gists", "global_search"):
         key = "concept" if tool == "locate" else "query"
         tracemalloc.start()
-        start = time.perf_counter()
         answer = memory.dispatch_tool_call(tool, {key: query})
-        seconds = time.perf_counter() - start
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         assert "the limit is 10,000" in one_error_line(answer)
-        # Refused before work: no copy of the text, no embedding (it took 25 s and 1.75 GiB).
+        # Refused before work: no copy of the text, no embedding (that took 25 s and 1.75 GiB;
+        # the peak proves it without a timing a loaded machine could miss).
         assert peak < BIG // 10, peak
-        assert seconds < 0.5, seconds
         with pytest.raises(InvalidInputError):
             getattr(memory, tool)(query)
 
@@ -245,15 +242,12 @@ def test_random_arguments_to_every_tool_answer_text_or_one_error_line(
 
 
 def cli_refuses(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    start = time.perf_counter()
     rc = main(argv)
-    seconds = time.perf_counter() - start
     captured = capsys.readouterr()
     err = captured.err.strip()
     assert rc == 2, (argv[:3], rc, err[:300])
     assert err.startswith("emem-graph: error: ") and "\n" not in err, err[:500]
     assert "Traceback" not in err
-    assert seconds < 5, seconds
     return err
 
 
