@@ -116,6 +116,13 @@ class MemoryConfig(BaseModel):
     LanceDB and the graph engine each take an arena, and memory freed in one is not reused by
     the others: a day of small commits grew the resident memory by about 8 KB per row with
     the C library's default (8 per core), about 1 KB with 2. 0: leave the C library's own."""
+    vector_index_cache_mb: int = Field(192, gt=0)
+    """Most memory LanceDB's index cache of the vector table holds (ANN partitions, the
+    full-text and scalar indexes' pages), in MiB. LanceDB's own default (6 GiB) let the
+    cache grow with every write of a long day; bounded, it fills and stays."""
+    vector_metadata_cache_mb: int = Field(48, gt=0)
+    """Most memory LanceDB's metadata cache of the vector table holds (manifests, fragment
+    and deletion metadata of the versions it has read), in MiB (LanceDB's default: 1 GiB)."""
     flush_max_batch: int = Field(1_000, gt=0)
     """Most observations one flush writes (group commit). flush_batch_size waiting starts a
     flush, which writes everything waiting; while add() is faster than the writes, what

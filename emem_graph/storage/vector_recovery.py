@@ -86,6 +86,8 @@ def _vector_store(
         ann_reindex_growth=config.ann_reindex_growth,
         vector_dtype=config.vector_dtype,
         read_only=read_only,
+        index_cache_mb=config.vector_index_cache_mb,
+        metadata_cache_mb=config.vector_metadata_cache_mb,
     )
 
 

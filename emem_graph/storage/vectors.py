@@ -107,8 +107,12 @@ class VectorStore:
         ann_reindex_growth: float = 1.0,
         vector_dtype: str = "float16",
         read_only: bool = False,
+        index_cache_mb: int = 192,
+        metadata_cache_mb: int = 48,
     ) -> None:
         self.read_only = read_only
+        self._cache_bytes = (index_cache_mb << 20, metadata_cache_mb << 20)
+        """LanceDB's index and metadata cache bounds (MemoryConfig.vector_*_cache_mb)."""
         """Only read the table: a missing one is not created, a damaged full-text index not
         rebuilt (MemoryStore's read-only open never calls the writes)."""
         if vector_dtype not in VECTOR_TYPES:
@@ -144,7 +148,7 @@ class VectorStore:
                     "open the memory read-write once to rebuild it from the graph"
                 )
         try:
-            self._db: Any = lancedb.connect(str(path))
+            self._db: Any = self._connect()
             self._table = self._open_table()
             stored = self._table.schema.field("vector").type
         except OSError as exc:  # the system's refusal (permissions, no space): not damage
@@ -285,8 +289,17 @@ class VectorStore:
         here, 400 small appends with a compaction every 20 left 33 descriptors open on deleted
         files, growing without bound, and a handle opened afresh after each compaction left
         none. The old handle and its connection go with their caches."""
-        self._db = lancedb.connect(str(self.path))
+        self._db = self._connect()
         self._table = self._db.open_table(TABLE)
+
+    def _connect(self) -> Any:
+        """A connection with caches of its own, bounded (a new one at every reopen: the old
+        caches, and the index files they hold open, go with the old connection)."""
+        index_bytes, metadata_bytes = self._cache_bytes
+        session = lancedb.Session(
+            index_cache_size_bytes=index_bytes, metadata_cache_size_bytes=metadata_bytes
+        )
+        return lancedb.connect(str(self.path), session=session)
 
     @property
     def training(self) -> bool:
