@@ -33,22 +33,28 @@ from __future__ import annotations
 
 import argparse
 import ast
+import atexit
 import difflib
 import importlib
 import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import tomllib
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import without_emem
 
 ROOT = Path(__file__).resolve().parents[1]
 REGENERATE = "python tests/docs_blocks.py --write"
@@ -60,6 +66,19 @@ KNOWN = {"console", "bash", "python", "text", "json", "cypher", "yaml"}
 def pages() -> list[Path]:
     """README.md and every docs/*.md, in a fixed order."""
     return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+# The pages that took longest start first, so that two workers finish together; a page not
+# named here starts after them.
+LONGEST_FIRST = ["docs/cli.md", "docs/guide.md", "README.md", "docs/tools.md", "docs/areas.md"]
+
+
+def run_order(paths: list[Path]) -> list[Path]:
+    """The order pages run in (the test's and the regeneration's): the longest first."""
+    return sorted(
+        paths,
+        key=lambda p: LONGEST_FIRST.index(shown(p)) if shown(p) in LONGEST_FIRST else 99,
+    )
 
 
 def shown(path: Path) -> str:
@@ -262,7 +281,7 @@ class Session:
         process = self.workers.get("python")
         if process is None:
             process = self.workers["python"] = subprocess.Popen(
-                [sys.executable, "-c", _WORKER],
+                [sys.executable, "-c", without_emem.prelude() + _WORKER],
                 cwd=self.directory,
                 env=self.env,
                 stdin=subprocess.PIPE,
@@ -353,16 +372,88 @@ def _compare(block: Block, expected: str, actual: str, result: PageResult, label
     return False
 
 
+# -- a setup several pages share ----------------------------------------------------------------
+
+_QUIET = " > /dev/null"
+
+
+def _setup_key(block: Block) -> str | None:
+    """The first command of a page's first block (`> /dev/null` aside), if it is a console
+    block."""
+    if block.lang != "console":
+        return None
+    return console_commands(block.body)[0][0].removesuffix(_QUIET)
+
+
+def shared_setups() -> set[str]:
+    """The first commands that begin more than one page (the demo's memory, built with the
+    model by README.md and docs/tools.md, with --embedder hashing by docs/cli.md and
+    docs/architecture.md)."""
+    seen: dict[str, int] = {}
+    for path in pages():
+        runnable = [b for b in parse(path) if b.marker != "not run" and b.lang in KNOWN_RUN]
+        key = _setup_key(runnable[0]) if runnable else None
+        if key is not None:
+            seen[key] = seen.get(key, 0) + 1
+    return {key for key, count in seen.items() if count > 1}
+
+
+KNOWN_RUN = {"console", "bash", "python"}
+
+
+@dataclass
+class _Built:
+    done: threading.Event = field(default_factory=threading.Event)
+    files: Path | None = None  # a copy of the page directory after the command; None: failed
+    output: str = ""
+
+
+_built: dict[str, _Built] = {}
+_built_lock = threading.Lock()
+_built_root: Path | None = None
+
+
+def _shared_setup(session: Session, key: str) -> str:
+    """Run ``key`` in the page's (empty) directory once a process: the first page to ask
+    runs it, the next ones wait for it and get a copy of what it wrote and of what it printed.
+    A command that starts several pages with the same empty directory does the same on each:
+    this moves out the repetition, not a check."""
+    global _built_root
+    with _built_lock:
+        built = _built.get(key)
+        builder = built is None
+        if built is None:
+            built = _built[key] = _Built()
+        if _built_root is None:
+            _built_root = Path(tempfile.mkdtemp(prefix="docs-setups-"))
+            atexit.register(shutil.rmtree, _built_root, ignore_errors=True)
+        root = _built_root
+    if builder:
+        try:
+            _, built.output = session.shell(key)
+            files = root / str(len(list(root.iterdir())))
+            shutil.copytree(session.directory, files, symlinks=True)
+            built.files = files
+        finally:
+            built.done.set()
+        return built.output
+    built.done.wait()
+    if built.files is None:  # the first run failed: run it here and show what it prints
+        return session.shell(key)[1]
+    shutil.copytree(built.files, session.directory, symlinks=True, dirs_exist_ok=True)
+    return built.output
+
+
 def run_page(path: Path, keep: Path | None = None) -> PageResult:
     """Run every runnable block of a page in a fresh directory; compare or collect outputs."""
     result = PageResult()
     started = time.perf_counter()
     blocks = parse(path)
-    runnable = [
-        b for b in blocks if b.marker != "not run" and b.lang in {"console", "bash", "python"}
-    ]
+    runnable = [b for b in blocks if b.marker != "not run" and b.lang in KNOWN_RUN]
     if not runnable:
         return result
+    setup = _setup_key(runnable[0]) if path in pages() else None
+    shared = setup if setup in shared_setups() else None
     with tempfile.TemporaryDirectory(prefix="docs-") as tmp:
         session = Session(keep or Path(tmp))
         try:
@@ -387,8 +478,12 @@ def run_page(path: Path, keep: Path | None = None) -> PageResult:
                     pairs = console_commands(block.body)
                     new_body: list[str] = []
                     expected_all, actual_all = [], []
-                    for command, expected in pairs:
-                        _, out = session.shell(command)
+                    for k, (command, expected) in enumerate(pairs):
+                        if shared is not None and block is runnable[0] and k == 0:
+                            out = _shared_setup(session, shared)
+                            out = "" if command.endswith(_QUIET) else out
+                        else:
+                            _, out = session.shell(command)
                         lines = out.rstrip("\n").split("\n") if out.strip() else []
                         new_body += command_lines([(command, [])]) + lines
                         header = "$ " + command.split("\n")[0]
@@ -590,7 +685,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="write the real outputs")
     parser.add_argument("pages", nargs="*", type=Path, help="pages (default: all)")
     args = parser.parse_args(argv)
-    selected = [p.resolve() for p in args.pages] or pages()
+    selected = run_order([p.resolve() for p in args.pages] or pages())
     failed = 0
     for path in selected:
         problems = [p for block in parse(path) for p in static_problems(block)]

@@ -23,18 +23,10 @@ def _name(path: Path) -> str:
     return docs_blocks.shown(path)
 
 
-# The pages that took longest (seconds on the 2-core machine) start first, so the two workers
-# finish together; a page not named here starts after them.
-LONGEST_FIRST = ["docs/cli.md", "docs/guide.md", "README.md", "docs/tools.md", "docs/areas.md"]
-
-
 @pytest.fixture(scope="module")
 def page_runs() -> Iterator[dict[Path, docs_blocks.PageResult]]:
     """Every page's blocks run once, two pages at a time (each page is its own processes)."""
-    order = sorted(
-        PAGES,
-        key=lambda p: LONGEST_FIRST.index(_name(p)) if _name(p) in LONGEST_FIRST else 99,
-    )
+    order = docs_blocks.run_order(PAGES)
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = dict(zip(order, pool.map(docs_blocks.run_page, order), strict=True))
     yield results

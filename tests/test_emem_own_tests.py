@@ -4,7 +4,9 @@ The emem 0.3.0 sdist on PyPI carries eMEM's tests. This test fetches it with pip
 (~/.cache/emem_graph, or $EMEM_GRAPH_CACHE), checks its sha256, extracts the facade test files
 (nothing of eMEM is copied into this repository, and eMEM's own package is not extracted, so it
 cannot be imported by accident) and runs them with pytest in a subprocess whose conftest calls
-alias_emem() first. With no package index and no cached sdist it fails, never skips.
+alias_emem() first. Where eMEM itself is installed (the development venv holds it for the
+benchmarks), the subprocess runs as if it were not (tests/without_emem.py): alias_emem()
+refuses to hide a real eMEM. With no package index and no cached sdist it fails, never skips.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import without_emem
 
 EMEM_VERSION = "0.3.0"
 SDIST = f"emem-{EMEM_VERSION}.tar.gz"
@@ -107,8 +112,9 @@ def test_emem_facade_tests_pass_through_the_alias(tmp_path: Path) -> None:
     (run_dir / "conftest.py").write_text(CONFTEST)
     (run_dir / "pytest.ini").write_text("[pytest]\n")  # pins rootdir: not this repository's
     report = run_dir / "report.xml"
+    run_pytest = without_emem.prelude() + "import pytest\nraise SystemExit(pytest.main())"
     command = [
-        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c",
+        sys.executable, "-c", run_pytest, "-q", "-p", "no:cacheprovider", "-c",
         str(run_dir / "pytest.ini"), f"--junitxml={report}", *sorted(TEST_FILES),
     ]  # fmt: skip
     for test_id in sorted(DESELECTED):

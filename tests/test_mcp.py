@@ -4,7 +4,11 @@ definition and answers; bad arguments are tool errors and the server keeps answe
 read-only server refuses writes; a non-loopback bind needs --allow-remote; SIGTERM stops the
 server with exit status 0 and what a tool call stored is in the memory afterwards; a note
 store_specific_memory acknowledged is in the memory even when the server is killed (SIGKILL)
-right after the answer."""
+right after the answer.
+
+The tests that only read share one server per transport (a module's server on its own copy of
+the memory); a test that writes, stops, kills, binds or starts a server with other options has
+its own."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import contextlib
 import hashlib
 import math
 import os
+import queue
 import re
 import shutil
 import signal
@@ -20,7 +25,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -206,6 +212,88 @@ def run(coroutine: Callable[[], Any]) -> Any:
     return asyncio.run(coroutine())
 
 
+# --- the servers the reading tests share ---------------------------------------------------
+
+Job = Callable[[Client[Any]], Awaitable[Any]]
+"""What a reading test does with a connected client."""
+
+
+@pytest.fixture(scope="module")
+def shared_http(
+    template: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[subprocess.Popen[str], str, Path]]:
+    """One HTTP server of a copy of the template for the tests that only read: (process, its
+    MCP URL, its memory directory). Each test connects a client of its own."""
+    directory = tmp_path_factory.mktemp("shared-http") / "memory"
+    shutil.copytree(template, directory)
+    with http_server(directory) as (process, url):
+        yield process, url, directory
+        assert process.poll() is None, "the shared HTTP server stopped"
+
+
+class StdioServer:
+    """One stdio server and its client, in a thread with its own event loop, for the tests
+    that only read: each hands it a job (a coroutine function of the client)."""
+
+    def __init__(self, directory: Path) -> None:
+        self._jobs: queue.Queue[tuple[Job, Future[Any]] | None] = queue.Queue()
+        self._connected: Future[None] = Future()
+        self._thread = threading.Thread(target=asyncio.run, args=(self._serve(directory),))
+        self._thread.start()
+        self._connected.result()
+
+    async def _serve(self, directory: Path) -> None:
+        try:
+            async with connect("stdio", directory) as client:
+                self._connected.set_result(None)
+                while (job := await asyncio.to_thread(self._jobs.get)) is not None:
+                    work, answer = job
+                    try:
+                        answer.set_result(await work(client))
+                    except Exception as exc:
+                        answer.set_exception(exc)
+        except Exception as exc:
+            if not self._connected.done():
+                self._connected.set_exception(exc)
+            raise
+
+    def ask(self, work: Job) -> Any:
+        answer: Future[Any] = Future()
+        self._jobs.put((work, answer))
+        return answer.result()
+
+    def close(self) -> None:
+        self._jobs.put(None)
+        self._thread.join()
+
+
+@pytest.fixture(scope="module")
+def shared_stdio(template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[StdioServer]:
+    directory = tmp_path_factory.mktemp("shared-stdio") / "memory"
+    shutil.copytree(template, directory)
+    server = StdioServer(directory)
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def reader(transport: str, request: pytest.FixtureRequest) -> Callable[[Job], Any]:
+    """Runs a job on the shared server of ``transport`` and answers what it returns."""
+    if transport == "stdio":
+        server: StdioServer = request.getfixturevalue("shared_stdio")
+        return server.ask
+    url = request.getfixturevalue("shared_http")[1]
+
+    def ask(work: Job) -> Any:
+        async def session() -> Any:
+            async with Client(url, timeout=START_S) as client:
+                return await work(client)
+
+        return run(session)
+
+    return ask
+
+
 def text_of(result: Any) -> str:
     return "\n".join(block.text for block in result.content)
 
@@ -261,18 +349,17 @@ def test_every_tool_is_listed_with_its_one_definition_and_answers(
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_locate_takes_at_time_and_answers_where_the_thing_was_then(
-    transport: str, memory_dir: Path
+    transport: str, reader: Callable[[Job], Any]
 ) -> None:
-    async def session() -> tuple[str, str, str]:
-        async with connect(transport, memory_dir) as client:
-            tools = {tool.name: tool for tool in await client.list_tools()}
-            assert "at_time" in tools["locate"].inputSchema["properties"]
-            now = await client.call_tool("locate", {"concept": "red cup"})
-            then = await client.call_tool("locate", {"concept": "red cup", "at_time": T + 600})
-            words = await client.call_tool("locate", {"concept": "red cup", "at_time": "-3h"})
-            return text_of(now), text_of(then), text_of(words)
+    async def session(client: Client[Any]) -> tuple[str, str, str]:
+        tools = {tool.name: tool for tool in await client.list_tools()}
+        assert "at_time" in tools["locate"].inputSchema["properties"]
+        now = await client.call_tool("locate", {"concept": "red cup"})
+        then = await client.call_tool("locate", {"concept": "red cup", "at_time": T + 600})
+        words = await client.call_tool("locate", {"concept": "red cup", "at_time": "-3h"})
+        return text_of(now), text_of(then), text_of(words)
 
-    now, then, words = run(session)
+    now, then, words = reader(session)
     assert math.dist(location(now), (12.0, 9.0)) <= 1.0, now
     assert math.dist(location(then), (1.1, 1.0)) <= 1.0, then
     assert math.dist(location(words), (1.1, 1.0)) <= 1.0, words
@@ -280,7 +367,7 @@ def test_locate_takes_at_time_and_answers_where_the_thing_was_then(
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_bad_arguments_are_tool_errors_and_the_server_keeps_answering(
-    transport: str, memory_dir: Path
+    transport: str, reader: Callable[[Job], Any]
 ) -> None:
     bad = [
         ("locate", {"concept": 5}, "argument 'concept'"),
@@ -293,53 +380,52 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_answering(
         ("spatial_query", {"x": 1.0, "y": 1.0, "radius": -1.0}, "argument 'radius'"),
     ]
 
-    async def session() -> None:
-        async with connect(transport, memory_dir) as client:
-            for name, arguments, expected in bad:
-                result = await client.call_tool(name, arguments, raise_on_error=False)
-                assert result.is_error, f"{name} {arguments}: {text_of(result)}"
-                assert expected in text_of(result), text_of(result)
-                # The server is still there and answers the next call.
-                fine = await client.call_tool("locate", {"concept": "red cup"})
-                assert not fine.is_error and text_of(fine).startswith("Location:")
-            unknown = await client.call_tool("teleport", {}, raise_on_error=False)
-            assert unknown.is_error, text_of(unknown)
-            assert len(await client.list_tools()) == len(VALID_CALLS)
+    async def session(client: Client[Any]) -> None:
+        for name, arguments, expected in bad:
+            result = await client.call_tool(name, arguments, raise_on_error=False)
+            assert result.is_error, f"{name} {arguments}: {text_of(result)}"
+            assert expected in text_of(result), text_of(result)
+            # The server is still there and answers the next call.
+            fine = await client.call_tool("locate", {"concept": "red cup"})
+            assert not fine.is_error and text_of(fine).startswith("Location:")
+        unknown = await client.call_tool("teleport", {}, raise_on_error=False)
+        assert unknown.is_error, text_of(unknown)
+        assert len(await client.list_tools()) == len(VALID_CALLS)
 
-    run(session)
+    reader(session)
 
 
 def test_oversized_and_deeply_nested_requests_leave_the_http_server_answering(
-    memory_dir: Path,
+    shared_http: tuple[subprocess.Popen[str], str, Path],
 ) -> None:
     nested = "[" * 100_000 + "]" * 100_000
     body = (
         '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", '
         f'"params": {{"name": "locate", "arguments": {{"concept": {nested}}}}}}}'
     )
-    with http_server(memory_dir) as (process, url):
+    process, url, _directory = shared_http
 
-        async def session() -> None:
-            async with Client(url, timeout=START_S) as client:
-                huge = await client.call_tool(
-                    "locate", {"concept": "a" * 2_000_000}, raise_on_error=False
-                )
-                assert huge.is_error and "the limit is" in text_of(huge), text_of(huge)
-                deep = httpx.post(
-                    url,
-                    content=body,
-                    headers={
-                        "Content-Type": "application/json",
-                        "Accept": "application/json, text/event-stream",
-                    },
-                    timeout=START_S,
-                )
-                assert deep.status_code >= 400, deep.text
-                fine = await client.call_tool("locate", {"concept": "red cup"})
-                assert text_of(fine).startswith("Location:")
+    async def session() -> None:
+        async with Client(url, timeout=START_S) as client:
+            huge = await client.call_tool(
+                "locate", {"concept": "a" * 2_000_000}, raise_on_error=False
+            )
+            assert huge.is_error and "the limit is" in text_of(huge), text_of(huge)
+            deep = httpx.post(
+                url,
+                content=body,
+                headers={
+                    "Content-Type": "application/json",
+                    "Accept": "application/json, text/event-stream",
+                },
+                timeout=START_S,
+            )
+            assert deep.status_code >= 400, deep.text
+            fine = await client.call_tool("locate", {"concept": "red cup"})
+            assert text_of(fine).startswith("Location:")
 
-        run(session)
-        assert process.poll() is None
+    run(session)
+    assert process.poll() is None
 
 
 # --- read-only -----------------------------------------------------------------------------
@@ -437,7 +523,9 @@ def test_allow_remote_binds_and_warns(memory_dir: Path) -> None:
         assert process.wait(STOP_S) == 0
 
 
-def test_a_loopback_http_server_refuses_foreign_host_and_origin_headers(memory_dir: Path) -> None:
+def test_a_loopback_http_server_refuses_foreign_host_and_origin_headers(
+    shared_http: tuple[subprocess.Popen[str], str, Path],
+) -> None:
     """A web page the user visits cannot reach the memory through DNS rebinding."""
     initialize = {
         "jsonrpc": "2.0",
@@ -450,36 +538,38 @@ def test_a_loopback_http_server_refuses_foreign_host_and_origin_headers(memory_d
         },
     }
     accept = {"Accept": "application/json, text/event-stream"}
-    with http_server(memory_dir) as (_process, url):
-        foreign_host = httpx.post(url, json=initialize, headers={**accept, "Host": "evil.example"})
-        foreign_origin = httpx.post(
-            url, json=initialize, headers={**accept, "Origin": "http://evil.example"}
-        )
-        local = httpx.post(url, json=initialize, headers=accept)
+    url = shared_http[1]
+    foreign_host = httpx.post(url, json=initialize, headers={**accept, "Host": "evil.example"})
+    foreign_origin = httpx.post(
+        url, json=initialize, headers={**accept, "Origin": "http://evil.example"}
+    )
+    local = httpx.post(url, json=initialize, headers=accept)
     assert foreign_host.status_code == 421, foreign_host.text
     assert foreign_origin.status_code == 403, foreign_origin.text
     assert local.status_code == 200, local.text
 
 
-def test_a_busy_port_or_a_memory_in_use_is_one_error_line(memory_dir: Path, tmp_path: Path) -> None:
-    with http_server(memory_dir) as (_process, url):
-        port = url.rsplit(":", 1)[1].split("/")[0]
-        attempts = {
-            "busy port": [str(tmp_path / "other"), "--http", f"127.0.0.1:{port}"],
-            "memory in use": [str(memory_dir), "--http", "127.0.0.1:0"],
-        }
-        for what, arguments in attempts.items():
-            finished = subprocess.run(
-                [*COMMAND, "mcp", *arguments, "--embedder", "hashing"],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                env=ENV,
-                timeout=START_S,
-            )
-            assert finished.returncode == 2, (what, finished.stderr)
-            lines = finished.stderr.strip().splitlines()
-            assert len(lines) == 1 and lines[0].startswith("emem-graph: error:"), (what, lines)
+def test_a_busy_port_or_a_memory_in_use_is_one_error_line(
+    shared_http: tuple[subprocess.Popen[str], str, Path], tmp_path: Path
+) -> None:
+    _process, url, memory_dir = shared_http
+    port = url.rsplit(":", 1)[1].split("/")[0]
+    attempts = {
+        "busy port": [str(tmp_path / "other"), "--http", f"127.0.0.1:{port}"],
+        "memory in use": [str(memory_dir), "--http", "127.0.0.1:0"],
+    }
+    for what, arguments in attempts.items():
+        finished = subprocess.run(
+            [*COMMAND, "mcp", *arguments, "--embedder", "hashing"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env=ENV,
+            timeout=START_S,
+        )
+        assert finished.returncode == 2, (what, finished.stderr)
+        lines = finished.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("emem-graph: error:"), (what, lines)
 
 
 @pytest.mark.parametrize("address", ["127.0.0.1", "127.0.0.2", "localhost", "[::1]"])
