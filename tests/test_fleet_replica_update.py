@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import campaign
 import pyarrow.parquet as pq
 import pytest
 
@@ -114,21 +115,37 @@ def _same_as_whole(uri: str, replica: Path, scratch: Path, label: str) -> None:
         assert kept[name] == built[name], f"{label}: {name} differs"
 
 
-@pytest.fixture
-def fleet(tmp_path: Path) -> dict[str, Any]:
+FRAMES = {"bravo": Frame(10.0, -5.0, math.pi / 2), "charlie": Frame(-20.0, 8.0, math.pi)}
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, float]]:
+    """bravo and charlie written and pushed to ``fleet`` once per module; each test works on
+    a copy (the ``fleet`` fixture). Also each robot's clock at the end."""
+    root = tmp_path_factory.mktemp("pristine")
     robots = {
-        "bravo": Robot("bravo", tmp_path / "bravo", START),
-        "charlie": Robot("charlie", tmp_path / "charlie", START + 100),
+        "bravo": Robot("bravo", root / "bravo", START),
+        "charlie": Robot("charlie", root / "charlie", START + 100),
     }
     robots["bravo"].visit(_patrol(["drill", "ladder", "red toolbox"], 0.0))
     robots["bravo"].visit(_profile("my toolbox", ["red toolbox"]))
     robots["charlie"].visit(_patrol(["kettle", "mug", "fire extinguisher", "chair"], 10.0))
     robots["charlie"].visit(_profile("my mug", ["blue mug"]))
-    frames = {"bravo": Frame(10.0, -5.0, math.pi / 2), "charlie": Frame(-20.0, 8.0, math.pi)}
-    uri = str(tmp_path / "fleet")
     for name, robot in robots.items():
-        push_memory(robot.directory, uri, name, frame=frames[name])
-    return {"uri": uri, "robots": robots, "frames": frames, "root": tmp_path}
+        push_memory(robot.directory, str(root / "fleet"), name, frame=FRAMES[name])
+    return root, {name: robot.now for name, robot in robots.items()}
+
+
+@pytest.fixture
+def fleet(pristine: tuple[Path, dict[str, float]], tmp_path: Path) -> dict[str, Any]:
+    """A copy of the pristine fleet and its robots' memories (with their files' times, so the
+    memories' seals hold), for one test to change."""
+    root, clocks = pristine
+    for entry in root.iterdir():
+        shutil.copytree(entry, tmp_path / entry.name)
+    robots = {name: Robot(name, tmp_path / name, now) for name, now in clocks.items()}
+    uri = str(tmp_path / "fleet")
+    return {"uri": uri, "robots": robots, "frames": dict(FRAMES), "root": tmp_path}
 
 
 def test_an_updated_replica_holds_what_a_replica_built_whole_holds(
@@ -271,8 +288,12 @@ def test_the_cli_builds_then_updates_the_replica(fleet: dict[str, Any]) -> None:
 
 
 def test_an_update_while_a_reader_holds_the_replica_is_refused_and_changes_nothing(
-    fleet: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    fleet: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The reader is a process of its own; the update is the CLI's ``main`` run here (the
+    command in a process of its own: test_the_cli_builds_then_updates_the_replica)."""
+    from emem_graph.cli import main
+
     uri, robots, root = fleet["uri"], fleet["robots"], fleet["root"]
     replica = root / "replica"
     replicate(uri, replica)
@@ -293,15 +314,15 @@ def test_an_update_while_a_reader_holds_the_replica_is_refused_and_changes_nothi
     )
     try:
         assert reader.stdout is not None and reader.stdout.readline().strip() == "open"
-        result = subprocess.run(
-            [*CLI, "fleet", "replica", uri, str(replica)], capture_output=True, text=True
-        )
+        capsys.readouterr()
+        status = main(["fleet", "replica", uri, str(replica)])
+        err = capsys.readouterr().err
     finally:
         reader.kill()
         reader.wait()
-    assert result.returncode != 0
-    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
-    assert "open" in result.stderr and "another process" in result.stderr
+    assert status != 0
+    assert len(err.strip().splitlines()) == 1, err
+    assert "open" in err and "another process" in err
     assert (replica / MARKER).read_text() == marker
     monkeypatch.setattr(replica_update, "REBUILD_SHARE", 1.0)
     assert replicate(uri, replica).how == "updated"  # not rebuilt: nothing was half-done
@@ -335,8 +356,16 @@ print(replica_update.replicate(uri, directory).how, flush=True)
 """
 
 
-@pytest.mark.parametrize("where", ["begun", "before commit"])
-@pytest.mark.parametrize("at", [1, 2, 3, 5])
+KILLS = [(1, "begun"), (2, "before commit"), (5, "before commit")]
+"""Where the default run kills an update: in each kind of transaction (1: the nodes, 2: the
+edges' deletes and changes, 3 and on: one edge COPY each, 5 with two COPYs committed before it)
+and at each point of one (just begun; statements run, not committed). The long campaigns kill
+at every pair, the third transaction too."""
+if campaign.LONG:
+    KILLS = [(at, where) for at in (1, 2, 3, 5) for where in ("begun", "before commit")]
+
+
+@pytest.mark.parametrize(("at", "where"), KILLS)
 def test_an_update_killed_in_any_transaction_is_repaired_by_the_next_one(
     fleet: dict[str, Any], monkeypatch: pytest.MonkeyPatch, at: int, where: str
 ) -> None:
@@ -369,13 +398,15 @@ def test_an_update_killed_in_any_transaction_is_repaired_by_the_next_one(
     _same_as_whole(uri, replica, root, f"kill-{at}-{where}")
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", range(1, 1 + campaign.repeat(1, 3)))
 def test_random_rounds_of_writes_and_pushes_keep_the_replica_equal_to_a_whole_build(
     fleet: dict[str, Any], monkeypatch: pytest.MonkeyPatch, seed: int
 ) -> None:
     """Differential: random rounds (robots seeing things, consolidating, adding and forgetting
     user knowledge, a robot copied from another, pushes of some robots only) and after each an
-    update, compared with a replica built whole."""
+    update, compared with a replica built whole. The default run plays one seed and fewer
+    rounds; the long campaigns play more of both. Each kind of change, in a fixed order:
+    test_an_updated_replica_holds_what_a_replica_built_whole_holds."""
     rng = random.Random(seed)
     uri, robots, root = fleet["uri"], fleet["robots"], fleet["root"]
     monkeypatch.setattr(replica_update, "REBUILD_SHARE", 1.0)
@@ -383,7 +414,7 @@ def test_random_rounds_of_writes_and_pushes_keep_the_replica_equal_to_a_whole_bu
     replicate(uri, replica)
     things = ["crate", "barrel", "hose", "drill", "kettle", "ladder", "mop", "bucket"]
     aliases: dict[str, set[str]] = {"bravo": {"my toolbox"}, "charlie": {"my mug"}}
-    for round_number in range(6):
+    for round_number in range(campaign.repeat(3, 6)):
         for name in sorted(robots):
             robot = robots[name]
             action = rng.choice(["see", "see", "profile", "forget", "consolidate", "rest"])
