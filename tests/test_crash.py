@@ -4,7 +4,8 @@ flush. After every kill the memory must reopen with every confirmed observation 
 the vector table and findable by a prefiltered vector search, no vector row without its node,
 and no episode left active. The same directory is used for every round, so it accumulates.
 
-EMEM_CRASH_SEED=<n> replays a run; EMEM_CRASH_KILLS=<n> changes the number of kills.
+EMEM_CRASH_SEED=<n> replays a run; EMEM_CRASH_KILLS=<n> changes the number of kills (5 by
+default, 10 in the long campaigns); EMEM_CREATE_KILLS=<n> those of the creation test (6, 12).
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ import time
 from pathlib import Path
 from typing import NoReturn
 
+import campaign
 import pytest
 
 from emem_graph import MemoryConfig, SpatioTemporalMemory, VectorFilter
 
 WRITER = Path(__file__).with_name("crash_writer.py")
-KILLS = int(os.environ.get("EMEM_CRASH_KILLS", "10"))
+KILLS = int(os.environ.get("EMEM_CRASH_KILLS") or campaign.repeat(5, 10))
 SEARCH_SAMPLE = 40
 FINAL_SEARCH_SAMPLE = 300
 """Every id is searched for after the kill that follows its confirmation; older ids are searched
@@ -34,8 +36,9 @@ again by sample (LanceDB answers a prefiltered search in ~15 ms here), a larger 
 Presence of every confirmed id in both stores is checked after every kill."""
 LINE_TIMEOUT = 120.0
 WARM_AHEAD = 2
-CREATE_KILLS = int(os.environ.get("EMEM_CREATE_KILLS", "12"))
 """Writers started ahead of the one being killed (each spends seconds loading the model)."""
+CREATE_KILLS = int(os.environ.get("EMEM_CREATE_KILLS") or campaign.repeat(6, 12))
+"""Kills of the creation test: spread evenly over the time creating takes, one per slice."""
 
 
 class Writer:
@@ -155,10 +158,11 @@ class Ledger:
 
 
 def ingest_until_kill(
-    writer: Writer, ledger: Ledger, rng: random.Random, in_flush: bool
+    writer: Writer, ledger: Ledger, rng: random.Random, in_flush: bool, at_end: bool = False
 ) -> list[str]:
     """Let the writer ingest, then kill it: inside its k-th flush (after a random part of a
-    typical flush) or at a random moment. Returns the ids confirmed in this round."""
+    typical flush; with ``at_end``, in its last part, where the storage writes are) or at a
+    random moment. Returns the ids confirmed in this round."""
     new: list[str] = []
     if in_flush:
         wanted, seen = rng.randint(1, 5), 0
@@ -166,9 +170,10 @@ def ingest_until_kill(
             at, line = writer.next_line()
             new += ledger.take(at, line)
             seen += line == "FLUSHING"
-        # The storage writes come at the end of a flush (after embedding): aim there half the time.
+        # The storage writes come at the end of a flush (after embedding): every other kill
+        # inside a flush aims there, so even a short run kills both while embedding and there.
         typical = ledger.typical_flush()
-        share = rng.uniform(0.0, 1.0) if rng.random() < 0.5 else rng.uniform(0.6, 1.1)
+        share = rng.uniform(0.6, 1.1) if at_end else rng.uniform(0.0, 1.0)
         time.sleep(share * typical)
     else:
         deadline = time.monotonic() + rng.uniform(0.2, 5.0)
@@ -252,7 +257,7 @@ def test_kill_9_at_random_moments_loses_nothing_confirmed(tmp_path: Path, minilm
             writer.expect("LOADED")
             writer.go()
             writer.expect("READY")
-            new = ingest_until_kill(writer, ledger, rng, in_flush)
+            new = ingest_until_kill(writer, ledger, rng, in_flush, at_end=in_flush_kills % 2 == 1)
             kills += 1
             in_flush_kills += in_flush
             context = (

@@ -36,12 +36,12 @@ def snapshot(root: Path) -> Snapshot:
     return files
 
 
-@pytest.fixture
-def site(tmp_path: Path) -> Path:
-    """tmp_path/site: a closed memory ``mem``, a foreign file, a foreign directory, a
-    directory holding a memory, and symlinks to the memory and to the foreign file."""
-    root = tmp_path / "site"
-    root.mkdir()
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A closed memory ``mem``, a foreign file, a foreign directory, a directory holding a
+    memory, and symlinks to the memory and to the foreign file. Built once for the module:
+    the tests only read it (each compares every file's bytes and mtime before and after)."""
+    root = tmp_path_factory.mktemp("site")
     with SpatioTemporalMemory(str(root / "mem"), embedding_provider=HashingEmbedder(384)) as memory:
         memory.add("a red cup on the table", 1.0, 2.0)
         memory.add_entity("red cup", 1.0, 2.0)

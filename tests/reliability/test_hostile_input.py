@@ -355,23 +355,36 @@ def closed_memory(tmp_path_factory: pytest.TempPathFactory, minilm: Any) -> Path
 
 
 def snapshot(path: Path) -> dict[str, Any]:
-    rows = explore_cypher.run_cypher(
-        path,
-        "MATCH (n) OPTIONAL MATCH (n)-[r]->() "
-        "RETURN label(n) AS kind, count(DISTINCT n) AS nodes, count(r) AS edges ORDER BY kind",
-    ).rows
-    texts = explore_cypher.run_cypher(
-        path, "MATCH (o:Observation) RETURN o.id, o.text, o.tier ORDER BY o.id"
-    ).rows
-    tables = explore_cypher.run_cypher(path, "CALL show_tables() RETURN name ORDER BY name").rows
-    return {"counts": rows, "observations": texts, "tables": tables}
+    """Node and edge counts by label, every observation's text and tier, the tables: read in
+    one sandbox (one child process for the three statements)."""
+    with explore_cypher.CypherSandbox(path) as sandbox:
+
+        def rows(statement: str) -> list[list[Any]]:
+            return sandbox.run(statement, limit=10_000, timeout_s=60).rows
+
+        return {
+            "counts": rows(
+                "MATCH (n) OPTIONAL MATCH (n)-[r]->() RETURN label(n) AS kind, "
+                "count(DISTINCT n) AS nodes, count(r) AS edges ORDER BY kind"
+            ),
+            "observations": rows("MATCH (o:Observation) RETURN o.id, o.text, o.tier ORDER BY o.id"),
+            "tables": rows("CALL show_tables() RETURN name ORDER BY name"),
+        }
+
+
+@pytest.fixture(scope="module")
+def closed_snapshot(closed_memory: Path) -> dict[str, Any]:
+    """The closed memory as built: after every refused write form it must still be this."""
+    return snapshot(closed_memory)
 
 
 @pytest.mark.parametrize("form", list(WRITE_FORMS))
-def test_read_only_cypher_refuses_every_write_form(closed_memory: Path, form: str) -> None:
+def test_read_only_cypher_refuses_every_write_form(
+    closed_memory: Path, closed_snapshot: dict[str, Any], form: str
+) -> None:
     out = closed_memory.parent
     statement = WRITE_FORMS[form].replace("{out}", str(out))
-    before = snapshot(closed_memory)
+    before = closed_snapshot
     with pytest.raises(EmemGraphError):
         explore_cypher.run_cypher(closed_memory, statement)
     with explore_cypher.open_graph(closed_memory) as graph, pytest.raises(EmemGraphError):
