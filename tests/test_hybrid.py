@@ -8,16 +8,18 @@ import re
 
 import numpy as np
 import pytest
+from graph_writes import write_gist
 from sim_clock import SimClock
 
 from emem_graph.filters import VectorFilter, perception_filter
-from emem_graph.models import Observation
+from emem_graph.models import Gist, Observation
 from emem_graph.retrieval.locate import estimate_location, strong_hits
 from emem_graph.retrieval.search import (
     Scored,
     merge_parts,
     reciprocal_rank_fusion,
     split_request,
+    summaries_behind,
 )
 from emem_graph.storage.keyword_index import bm25, terms
 
@@ -79,6 +81,23 @@ def test_merge_parts_puts_every_part_in_the_top_n():
     merged = merge_parts(whole, [_scored(["a1", "a2", "a3"]), _scored(["b1", "b2"])], n=3, rrf_k=60)
     assert [s.record.id for s in merged][:2] == ["a1", "b1"]
     assert len(merged) == 3
+
+
+def _gist(gist_id: str) -> Scored:
+    return Scored(Gist(id=gist_id, text=gist_id, x=0, y=0, time_start=0, time_end=0), 1.0)
+
+
+def test_a_summary_ranks_no_higher_than_the_embedder_alone_places_it():
+    ranked = [_gist("g"), *_scored(["a", "b", "c", "d"])]  # fused: the summary first
+    order = [s.record.id for s in summaries_behind(ranked, {"a": 0, "b": 1, "g": 2, "c": 3})]
+    assert order == ["a", "b", "g", "c", "d"]
+    # The embedder's own first keeps its fused place; one it did not return goes last.
+    assert summaries_behind(ranked, {"g": 0, "a": 1})[0].record.id == "g"
+    assert [s.record.id for s in summaries_behind(ranked, {"a": 0})] == ["a", "b", "c", "d", "g"]
+    # Summaries keep their order among themselves (search_gists ranks nothing else).
+    gists = [_gist("g1"), _gist("g2"), _gist("g3")]
+    ids = [s.record.id for s in summaries_behind(gists, {"g3": 0, "g2": 1, "g1": 2})]
+    assert ids == ["g1", "g2", "g3"]
 
 
 # --- hybrid search on a real store ---------------------------------------------------------------
@@ -442,3 +461,30 @@ def test_keyword_hits_in_an_area_read_from_the_circle_equal_the_sort_of_every_ma
             used += found is not None
     assert compared > 1000
     assert used >= 100  # the circle's side answered most of them (not the walk again)
+
+
+TURNS = [
+    "Sam: Hey Evan, how was your week?",
+    "Evan: I find painting to be a great stress reliever.",
+    "Sam: My doctor wants me to eat less sugar.",
+    "Evan: We drove to the lake on Sunday.",
+    "Sam: The new job keeps me busy.",
+    "Evan: My son started school last month.",
+    "Sam: I tried a cooking class with friends.",
+    "Evan: The car broke down again yesterday.",
+]
+
+
+def test_a_turn_beats_a_long_summary_that_merely_contains_it(make_memory):
+    """A summary that is its turns back to back holds every word of the question (one in
+    each of two turns) and ranked first on that; the turn that answers now does."""
+    mem = make_memory(clock=SimClock(2000.0), **QUIET)
+    ids = [
+        mem.add(text, 0.0, 0.0, timestamp=1000.0 + i, layer_name="dialogue")
+        for i, text in enumerate(TURNS)
+    ]
+    write_gist(mem, " ".join(TURNS), 0.0, 0.0, time_start=1000.0, time_end=1007.0,
+               observation_ids=ids, layer="dialogue")  # fmt: skip
+    top = mem.semantic_search("What is a stress reliever for Sam?", n_results=3).splitlines()
+    assert top[0].endswith("] Evan: I find painting to be a great stress reliever.")
+    assert not any("[gist/" in line for line in top)
