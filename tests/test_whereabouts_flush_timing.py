@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from campaign import repeat
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -121,7 +122,7 @@ def _play(mem: SpatioTemporalMemory, history: list[tuple[Any, ...]], every: bool
 
 
 @settings(
-    max_examples=30,
+    max_examples=repeat(15, 60),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
