@@ -429,6 +429,10 @@ class MemoryStore(RecordReads, VectorSearch, KeywordSearch):
             try:
                 self.reconcile()
             except Exception as exc:  # the journal keeps the work: tried again later
+                if self._closing.is_set() or getattr(self.graph, "_closed", False):
+                    # The memory is going away: the journal holds the work for the next open.
+                    log.debug("vector work left to the next open (%s)", exc)
+                    return
                 log.warning("retrying the vector work failed (%s); trying again", exc)
                 self._retry = None
                 self._vector_failed()
