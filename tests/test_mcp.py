@@ -117,6 +117,19 @@ def memory_dir(template: Path, tmp_path: Path) -> Path:
     return copy
 
 
+JSON_OR_SSE = {"Accept": "application/json, text/event-stream"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "crashed", "version": "0"},
+    },
+}
+
+
 def stored_notes(directory: Path) -> str:
     """What a fresh open of ``directory`` finds for the note the tests store."""
     with SpatioTemporalMemory(str(directory), embedding_provider=HashingEmbedder(384)) as memory:
@@ -527,17 +540,8 @@ def test_a_loopback_http_server_refuses_foreign_host_and_origin_headers(
     shared_http: tuple[subprocess.Popen[str], str, Path],
 ) -> None:
     """A web page the user visits cannot reach the memory through DNS rebinding."""
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "0"},
-        },
-    }
-    accept = {"Accept": "application/json, text/event-stream"}
+    initialize = INITIALIZE
+    accept = JSON_OR_SSE
     url = shared_http[1]
     foreign_host = httpx.post(url, json=initialize, headers={**accept, "Host": "evil.example"})
     foreign_origin = httpx.post(
@@ -589,18 +593,6 @@ def test_http_wants_host_colon_port(text: str) -> None:
 
 
 # --- sessions of clients that went away ----------------------------------------------------
-
-JSON_OR_SSE = {"Accept": "application/json, text/event-stream"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "crashed", "version": "0"},
-    },
-}
 
 
 def open_and_abandon(url: str) -> str:
